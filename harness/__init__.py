@@ -1,0 +1,1 @@
+"""harness: prove an LLM agent's request headers are byte-stable."""

@@ -1,0 +1,189 @@
+"""The agent loop: turns and steps, headers when owed, frozen requests, the rebuild invariant.
+
+A turn: `turn/start`, then steps until the model stops asking for tools, then `turn/end` and idle.
+A step: `assemble()`, `step/start`, the user's message (first step only), render, `request/header`
+when owed, build and freeze the request, check it can be rebuilt from the log, dispatch,
+`assistant/message`, each tool call and its result in the model's order, `step/end`.
+
+Every failure ends the turn in balance: a step that was opened is closed, `agent/error` and
+`turn/end {reason: error}` carry the message, and the loop is idle again. An `assemble()` that
+rejects (a bad `tool_order`) fails before `step/start`, so that turn logs no step and no header and
+makes no adapter call, and every later turn fails the same way until the config is fixed.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+from harness.agent.context import Context
+from harness.agent.frozen import is_deep_frozen
+from harness.agent.llm import LlmRuntime, Reply, Request
+from harness.agent.session import (
+    AgentError,
+    AssistantMessage,
+    Header,
+    HeaderReason,
+    RequestHeader,
+    Session,
+    StepEnd,
+    StepStart,
+    ToolCall,
+    ToolResult,
+    TurnEnd,
+    TurnEndReason,
+    TurnStart,
+    UserMessage,
+    canonical_header,
+    derive_messages,
+    fold_header,
+    has_header,
+    header_equals,
+)
+from harness.agent.system_prompt import SystemPrompt, render_prompt
+from harness.agent.tools import ToolRuntime
+
+TOOL_BEFORE_EVENT = "tool/before"  # bail: a listener returning a reason blocks the call
+
+
+class InvariantError(RuntimeError):
+    """A dispatched request cannot be rebuilt from the session log."""
+
+
+def check_rebuild_invariant(request: Request, session: Session) -> None:
+    """The request must be exactly what the log folds to, and be immutable."""
+    if not is_deep_frozen(request):
+        raise InvariantError("rebuild invariant: the request is not deep-frozen")
+    if not session.live or request.session_id != session.id:
+        raise InvariantError(f"rebuild invariant: session {request.session_id!r} is not live")
+    if not any(isinstance(event, StepStart) for event in session.log):
+        raise InvariantError("rebuild invariant: the log holds no step/start")
+    folded = fold_header(session.log)
+    if folded is None:
+        raise InvariantError("rebuild invariant: the log holds no request/header")
+    if msgspec.json.encode(request.messages) != msgspec.json.encode(derive_messages(session.log)):
+        raise InvariantError("rebuild invariant: the request's messages differ from the log's")
+    rebuilt = request.header()
+    if not header_equals(rebuilt, folded):
+        part = _first_differing_part(rebuilt, folded)
+        raise InvariantError(f"rebuild invariant: the request's {part} differ from the logged header")
+
+
+def _first_differing_part(a: Header, b: Header) -> str:
+    for part in ("config", "system", "tools"):
+        if msgspec.json.encode(getattr(a, part)) != msgspec.json.encode(getattr(b, part)):
+            return {"config": "model settings", "system": "system text", "tools": "tools"}[part]
+    return "header bytes"  # pragma: no cover - equal parts make equal bytes
+
+
+class AgentLoop:
+    """Runs turns over one session. A new loop over a log with headers resumes it."""
+
+    def __init__(self, ctx: Context, *, max_steps: int = 16) -> None:
+        self.ctx = ctx
+        self.session = ctx.get(Session)
+        self.prompt = ctx.get(SystemPrompt)
+        self.llm = ctx.get(LlmRuntime)
+        self.tools = ctx.get(ToolRuntime)
+        self.max_steps = max_steps
+        self.state: Literal["idle", "running"] = "idle"
+        self._logged_header = False
+        self._abort = False
+
+    def abort(self) -> None:
+        """Ask the running turn to stop at the next step boundary."""
+        self._abort = True
+
+    async def run_turn(self, text: str) -> TurnEnd:
+        if self.state != "idle":
+            raise RuntimeError("a turn is already running")
+        self.state = "running"
+        self._abort = False
+        log = self.session.log
+        self.session.append(TurnStart(turn=sum(isinstance(e, TurnStart) for e in log) + 1))
+        open_step: int | None = None
+        try:
+            reason: TurnEndReason = "completed"
+            pending_user: str | None = text
+            for _ in range(self.max_steps):
+                if self._abort:
+                    reason = "aborted"
+                    break
+                assembly = await self.prompt.assemble()
+                open_step = sum(isinstance(e, StepStart) for e in log) + 1
+                self.session.append(StepStart(step=open_step))
+                if pending_user is not None:
+                    self.session.append(UserMessage(text=pending_user))
+                    pending_user = None
+                header = canonical_header(self.llm.config, render_prompt(assembly), assembly.tools)
+                self._log_header_if_owed(header)
+                request = Request.build(header, derive_messages(log), self.session.id)
+                request = await self.llm.prepare(request)
+                check_rebuild_invariant(request, self.session)
+                reply = await self.llm.dispatch(request)
+                self.session.append(
+                    AssistantMessage(content=reply.content, stop_reason=reply.stop_reason)
+                )
+                blocked = await self._run_tools(reply)
+                self.session.append(StepEnd(step=open_step, reason=reply.stop_reason))
+                open_step = None
+                if blocked:
+                    reason = "blocked"
+                    break
+                if reply.stop_reason == "max_tokens":
+                    reason = "max-tokens"
+                    break
+                if not reply.tool_calls:
+                    break
+            else:
+                raise RuntimeError(f"the turn did not finish within {self.max_steps} steps")
+            return self._end(TurnEnd(reason=reason))
+        except Exception as error:  # every failure ends the turn in balance
+            message = str(error) or type(error).__name__
+            if open_step is not None:
+                self.session.append(StepEnd(step=open_step, reason="error"))
+            self.session.append(AgentError(message=message))
+            return self._end(TurnEnd(reason="error", message=message))
+
+    def _end(self, event: TurnEnd) -> TurnEnd:
+        self.state = "idle"
+        stamped = self.session.append(event)
+        assert isinstance(stamped, TurnEnd)
+        return stamped
+
+    def _log_header_if_owed(self, header: Header) -> None:
+        reason: HeaderReason | None
+        if not self._logged_header:
+            reason = "resume" if has_header(self.session.log) else "initial"
+        elif not header_equals(header, fold_header(self.session.log)):
+            reason = "change"
+        else:
+            reason = None
+        if reason is not None:
+            self.session.append(RequestHeader(header=header, reason=reason))
+            self._logged_header = True
+
+    async def _run_tools(self, reply: Reply) -> bool:
+        """Run the reply's tool calls in model order; True when a listener blocked one."""
+        for call in reply.tool_calls:
+            self.session.append(ToolCall(id=call.id, name=call.name, input=call.input))
+            veto = self.ctx.bail(TOOL_BEFORE_EVENT, call)
+            if veto is not None:
+                self.session.append(
+                    ToolResult(
+                        tool_use_id=call.id, name=call.name, content=f"blocked: {veto}", is_error=True
+                    )
+                )
+                return True
+            try:
+                result = await self.tools.call(call.name, dict(call.input))
+                content = result if isinstance(result, str) else msgspec.json.encode(result).decode()
+                is_error = False
+            except Exception as error:  # a failing tool is the model's problem, not the turn's
+                content, is_error = f"{type(error).__name__}: {error}", True
+            self.session.append(
+                ToolResult(tool_use_id=call.id, name=call.name, content=content, is_error=is_error)
+            )
+        return False
+
