@@ -54,6 +54,7 @@ class ToolRuntime:
 
     def __init__(self) -> None:
         self._tools: list[RegisteredTool] = []
+        self._handlers: dict[str, ToolHandler] = {}
 
     def register(
         self,
@@ -71,6 +72,15 @@ class ToolRuntime:
 
         return dispose
 
+    def register_handler(self, name: str, handler: ToolHandler) -> Callable[[], None]:
+        """Make a tool callable whose schema reaches the prompt another way (its own provider)."""
+        self._handlers[name] = handler
+
+        def dispose() -> None:
+            self._handlers.pop(name, None)
+
+        return dispose
+
     def schemas(self) -> list[ToolSchema]:
         return [tool.schema for tool in self._tools]
 
@@ -85,13 +95,14 @@ class ToolRuntime:
         return owners
 
     async def call(self, name: str, arguments: dict[str, Any]) -> Any:
-        for tool in self._tools:
-            if tool.schema.name == name and tool.handler is not None:
-                result = tool.handler(arguments)
-                if inspect.isawaitable(result):
-                    result = await result
-                return result
-        raise ToolError(f"no registered tool named {name!r} can be called")
+        handler = next(
+            (t.handler for t in self._tools if t.schema.name == name and t.handler is not None),
+            self._handlers.get(name),
+        )
+        if handler is None:
+            raise ToolError(f"no registered tool named {name!r} can be called")
+        result = handler(arguments)
+        return await result if inspect.isawaitable(result) else result
 
 
 def register_tool(

@@ -1,0 +1,47 @@
+"""Names that become file names: scenario names, pin classes, test ids.
+
+A name must not escape the folder it is joined to (`../`, absolute paths, NUL, drive letters), must
+not be a reserved Windows device name, and must stay short enough for every filesystem. Unsafe
+names are rejected with a message rather than silently rewritten, except through
+`file_name_for`, which maps any test id to a distinct safe name (a hash keeps collisions apart).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+_SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+_WINDOWS_RESERVED = {
+    "CON", "PRN", "AUX", "NUL",
+    *(f"COM{i}" for i in range(1, 10)),
+    *(f"LPT{i}" for i in range(1, 10)),
+}  # fmt: skip
+
+
+class UnsafeName(ValueError):
+    """A name cannot be used as a file name inside the harness's folders."""
+
+
+def safe_component(name: str) -> str:
+    """`name` itself when it is a safe single path component; UnsafeName otherwise."""
+    if not _SAFE.fullmatch(name) or name.endswith(".") or ".." in name:
+        raise UnsafeName(
+            f"{name!r} cannot be used as a file name: use 1-100 letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit, without '..'"
+        )
+    if name.split(".")[0].upper() in _WINDOWS_RESERVED:
+        raise UnsafeName(f"{name!r} is a reserved device name on Windows; choose another name")
+    return name
+
+
+def file_name_for(text: str, max_length: int = 80) -> str:
+    """A safe, distinct file name for any text (a pytest node id, say)."""
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._-") or "unnamed"
+    slug = slug.replace("..", "_")
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+    head = slug[: max_length - 11]
+    name = f"{head}-{digest}"
+    if name.split(".")[0].upper() in _WINDOWS_RESERVED:
+        name = f"_{name}"
+    return name

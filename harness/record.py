@@ -1,0 +1,144 @@
+"""Recording: a run's captured events, requests and replies turned into fixture files.
+
+Normalisation is what makes a recording comparable across runs and hosts: the session id becomes
+`{{session_id}}` wherever it appears, every event time becomes `{{time}}`, and when the scenario's
+header class is pinned, each header's system text and tools become `{{system}}` / `{{tools}}`
+(the pin files hold them once, in a form a reviewer can read).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+
+from harness.agent.llm import Reply, Request, ScriptedAdapter, ScriptedReply, ScriptedToolCall
+from harness.agent.session import LogEvent, RequestHeader, TextBlock
+from harness.fixture import (
+    ANSWERS_FILE,
+    LOG_FILE,
+    REQUESTS_FILE,
+    SESSION_TOKEN,
+    SYSTEM_TOKEN,
+    TIME_TOKEN,
+    TOOLS_TOKEN,
+    AnswersFile,
+    Fixture,
+    LogFile,
+    RecordedEvent,
+    RecordedHeader,
+    RecordedRequest,
+    RequestsFile,
+    Scenario,
+    write,
+)
+from harness.pins import pin_from_headers, save_pin
+from harness.scenario import Run, run_sync
+
+
+def _tokens(scenario: Scenario) -> bool:
+    return scenario.pin is not None
+
+
+def _replace_session(value: object, session_id: str, kind: type[object]) -> object:
+    data = msgspec.json.encode(value)
+    if session_id:
+        data = data.replace(session_id.encode(), SESSION_TOKEN.encode())
+    return msgspec.json.decode(data, type=kind)
+
+
+def normalise_events(events: list[LogEvent], session_id: str, pinned: bool) -> tuple[RecordedEvent, ...]:
+    normalised: list[object] = []
+    for event in events:
+        if isinstance(event, RequestHeader):
+            header = event.header
+            recorded = RecordedHeader(
+                config=header.config,
+                system=SYSTEM_TOKEN if pinned and isinstance(header.system, str) else header.system,
+                tools=TOOLS_TOKEN if pinned and isinstance(header.tools, tuple) else header.tools,
+            )
+            normalised.append({"type": "request/header", "header": recorded, "reason": event.reason, "time": TIME_TOKEN})
+        else:
+            normalised.append(msgspec.structs.replace(event, time=TIME_TOKEN))
+    result = _replace_session(normalised, session_id, tuple[RecordedEvent, ...])
+    assert isinstance(result, tuple)
+    return result
+
+
+def normalise_requests(requests: list[Request], session_id: str, pinned: bool) -> tuple[RecordedRequest, ...]:
+    normalised = [
+        RecordedRequest(
+            provider=r.provider,
+            model=r.model,
+            max_tokens=r.max_tokens,
+            temperature=r.temperature,
+            system=SYSTEM_TOKEN if pinned and isinstance(r.system, str) else r.system,
+            tools=TOOLS_TOKEN if pinned and isinstance(r.tools, tuple) else r.tools,
+            messages=r.messages,
+            session_id=r.session_id,
+        )
+        for r in requests
+    ]
+    result = _replace_session(normalised, session_id, tuple[RecordedRequest, ...])
+    assert isinstance(result, tuple)
+    return result
+
+
+def answer_of(reply: Reply | str | None) -> ScriptedReply:
+    """What the model answered, in the form replay feeds back."""
+    if reply is None:
+        return ScriptedReply(error="the model gave no reply")
+    if isinstance(reply, str):
+        return ScriptedReply(error=reply)
+    text = "".join(block.text for block in reply.content if isinstance(block, TextBlock))
+    calls = tuple(ScriptedToolCall(c.id, c.name, dict(c.input)) for c in reply.tool_calls)
+    default = "tool_use" if calls else "end_turn"
+    stop = reply.stop_reason if reply.stop_reason != default else msgspec.UNSET
+    return ScriptedReply(text=text, tool_calls=calls, stop_reason=stop)
+
+
+def recording_of(run: Run) -> tuple[LogFile, RequestsFile, AnswersFile]:
+    scenario = run.scenario
+    pinned = _tokens(scenario)
+    recorder = run.recorder
+    return (
+        LogFile(
+            scenario=scenario.name,
+            registration_order=tuple(run.registration_order),
+            events=normalise_events(recorder.events, run.session_id, pinned),
+        ),
+        RequestsFile(
+            scenario=scenario.name,
+            requests=normalise_requests(recorder.requests, run.session_id, pinned),
+        ),
+        AnswersFile(scenario=scenario.name, answers=tuple(answer_of(r) for r in recorder.replies)),
+    )
+
+
+def pins_root(fixture_folder: Path) -> Path:
+    """Pins live beside the fixtures: `<project>/snapshots/headers/` for `<project>/fixtures/x/`."""
+    return fixture_folder.resolve().parent.parent / "snapshots" / "headers"
+
+
+def write_recording(folder: Path, run: Run, *, answers: bool = True) -> list[Path]:
+    """Write the recording (and the pin, when this scenario owns it); return the files changed."""
+    log, requests, recorded_answers = recording_of(run)
+    changed = [
+        path
+        for path, value in (
+            (folder / LOG_FILE, log),
+            (folder / REQUESTS_FILE, requests),
+            *(((folder / ANSWERS_FILE, recorded_answers),) if answers else ()),
+        )
+        if write(path, value)
+    ]
+    pin = run.scenario.pin
+    if pin is not None and pin.owner and run.headers:
+        changed += save_pin(pins_root(folder), pin.name, pin_from_headers(run.headers))
+    return changed
+
+
+def record_fixture(fixture: Fixture) -> list[Path]:
+    """Run the scenario against its stand-in live model (the scenario's script) and record it."""
+    run = run_sync(fixture.scenario, ScriptedAdapter(fixture.scenario.script))
+    return write_recording(fixture.folder, run)

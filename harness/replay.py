@@ -1,0 +1,177 @@
+"""Replay: re-run a recorded scenario on its recorded answers and say exactly what moved.
+
+A replay checks, in this order, and reports every finding rather than stopping at the first:
+1. the rebuild invariant from the harness's side: at every dispatch, assembling again from the same
+   inputs gives the header the log holds (a listener with hidden state fails here);
+2. the re-derived session log equals the recorded one;
+3. the re-built frozen requests equal the recorded ones;
+4. every live header equals its class's pin, with the declared number of header changes;
+5. every recorded answer was asked for.
+A scenario that expects to be unstable (a racy listener kept as a regression example) passes when
+the replay catches it, and fails when it does not.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import msgspec
+
+from harness.agent.context import LoadSchedule
+from harness.agent.llm import ScriptedAdapter
+from harness.drift import DriftReport, compare, compare_values, view_of_header
+from harness.fixture import Fixture, FixtureError
+from harness.pins import Pin, check_against_pin, load_pin
+from harness.record import pins_root, recording_of
+from harness.scenario import Run, owners_of, run_sync
+
+FindingKind = Literal["error", "rebuild", "log", "requests", "pin", "answers", "shuffle"]
+
+
+class Finding(msgspec.Struct, frozen=True):
+    kind: FindingKind
+    message: str
+    report: DriftReport | None = None
+
+    def to_text(self) -> str:
+        text = f"[{self.kind}] {self.message}"
+        if self.report is not None and not self.report.identical:
+            text += "\n" + _indent(self.report.to_text())
+        return text
+
+
+def _indent(text: str) -> str:
+    return "\n".join("    " + line if line else line for line in text.splitlines())
+
+
+@dataclass
+class ReplayResult:
+    fixture: Fixture
+    run: Run | None
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def expected_unstable(self) -> bool:
+        return self.fixture.scenario.expect == "unstable"
+
+    @property
+    def caught(self) -> bool:
+        return any(f.kind in ("rebuild", "shuffle") for f in self.findings)
+
+    @property
+    def ok(self) -> bool:
+        if self.expected_unstable:
+            return self.caught and not any(f.kind == "error" for f in self.findings)
+        return not self.findings
+
+    @property
+    def steps(self) -> int:
+        if self.run is None:
+            return 0
+        return sum(type(e).__name__ == "StepStart" for e in self.run.recorder.events)
+
+    def header_counts(self) -> dict[str, int]:
+        counts = {"initial": 0, "resume": 0, "change": 0}
+        for reason, _ in self.run.headers if self.run else ():
+            counts[reason] += 1
+        return counts
+
+
+def _builtins(value: Any) -> Any:
+    return msgspec.to_builtins(value)
+
+
+def compare_recordings(fixture: Fixture, run: Run) -> list[Finding]:
+    """The re-derived log and requests against the recorded ones."""
+    assert fixture.log is not None and fixture.requests is not None
+    findings: list[Finding] = []
+    log, requests, _ = recording_of(run)
+    if msgspec.json.encode(log.events) != msgspec.json.encode(fixture.log.events):
+        report = compare_values(
+            _builtins(fixture.log.events), _builtins(log.events), label_a="recorded", label_b="replayed"
+        )
+        findings.append(
+            Finding("log", f"the replayed session log differs from the recording at {report.pointer}", report)
+        )
+    recorded, replayed = fixture.requests.requests, requests.requests
+    for index in range(max(len(recorded), len(replayed))):
+        if index >= len(recorded) or index >= len(replayed):
+            findings.append(
+                Finding(
+                    "requests",
+                    f"the recording has {len(recorded)} requests; the replay dispatched {len(replayed)}",
+                )
+            )
+            break
+        if msgspec.json.encode(recorded[index]) != msgspec.json.encode(replayed[index]):
+            report = compare_values(
+                _builtins(recorded[index]), _builtins(replayed[index]), label_a="recorded", label_b="replayed"
+            )
+            findings.append(
+                Finding("requests", f"request {index + 1} differs from the recording at {report.pointer}", report)
+            )
+            break
+    return findings
+
+
+def rebuild_findings(run: Run) -> list[Finding]:
+    owners = owners_of(run.scenario)
+    findings = []
+    for mismatch in run.rebuilds:
+        report = compare(
+            view_of_header(mismatch.logged),
+            view_of_header(mismatch.rebuilt),
+            owners=owners,
+            label_a="logged",
+            label_b="rebuilt",
+        )
+        findings.append(
+            Finding(
+                "rebuild",
+                f"step {mismatch.step}: assembling again from the same inputs gave another header "
+                "(a system-prompt/assemble listener is not deterministic)",
+                report,
+            )
+        )
+    return findings
+
+
+def pin_findings(fixture: Fixture, run: Run, pins: Path | None) -> list[Finding]:
+    spec = fixture.scenario.pin
+    if spec is None:
+        return []
+    root = pins if pins is not None else pins_root(fixture.folder)
+    pin: Pin | None = load_pin(root, spec.name)
+    if pin is None:
+        return [Finding("pin", f'header class "{spec.name}" has no pin under {root}; run harness refresh')]
+    return [
+        Finding("pin", mismatch.message, mismatch.report)
+        for mismatch in check_against_pin(
+            run.headers, pin, fixture.scenario.expected_header_changes, owners_of(run.scenario)
+        )
+    ]
+
+
+def replay_fixture(
+    fixture: Fixture,
+    *,
+    schedule: LoadSchedule | None = None,
+    pins: Path | None = None,
+) -> ReplayResult:
+    if not fixture.recorded:
+        raise FixtureError(fixture.folder, "has no recording", "record it first: harness record")
+    assert fixture.answers is not None
+    adapter = ScriptedAdapter(fixture.answers.answers)
+    try:
+        run = run_sync(fixture.scenario, adapter, schedule=schedule)
+    except Exception as error:  # a scenario that cannot even boot is a finding, not a crash
+        return ReplayResult(fixture, None, [Finding("error", f"the scenario failed to run: {error}")])
+    findings = rebuild_findings(run)
+    findings += compare_recordings(fixture, run)
+    findings += pin_findings(fixture, run, pins)
+    unused = len(fixture.answers.answers) - len(adapter.requests)
+    if unused > 0:
+        findings.append(Finding("answers", f"{unused} recorded answer(s) were never asked for"))
+    return ReplayResult(fixture, run, findings)

@@ -1,0 +1,121 @@
+"""The registration shuffle: the same scenario under many load orders must send the same bytes.
+
+Each permutation is a `LoadSchedule`: the order the plugin tasks start and how many scheduling
+points each plugin's import step takes, which together fix the completion (registration) order.
+The identity and the reversed order always run; the rest come from a `random.Random(seed)` of
+their own, never the global one, so a seed reproduces every order exactly.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import msgspec
+
+from harness.agent.context import LoadSchedule
+from harness.agent.llm import ScriptedAdapter
+from harness.agent.session import header_bytes
+from harness.drift import DriftReport, Reproduce, compare, compare_values, view_of_header, view_of_request
+from harness.fixture import Fixture, Scenario
+from harness.agent.llm import ScriptedReply
+from harness.scenario import Run, owners_of, run_sync
+
+
+SHUFFLE_SESSION = "shuffle-session"  # one id for every run, so requests compare byte for byte
+
+
+def schedules(names: Sequence[str], count: int, seed: int) -> list[LoadSchedule]:
+    """`count` schedules: identity, reversed, then seeded random ones (fewer if `count` < 2)."""
+    rng = random.Random(seed)
+    found = [LoadSchedule(tuple(names)), LoadSchedule(tuple(reversed(names)))]
+    while len(found) < count:
+        found.append(LoadSchedule.shuffled(names, rng))
+    return found[: max(count, 1)]
+
+
+@dataclass(frozen=True)
+class ShuffleResult:
+    scenario: str
+    seed: int
+    runs: int
+    report: DriftReport | None  # the first drift found, None when every order gave the same bytes
+    message: str = ""
+
+    @property
+    def stable(self) -> bool:
+        return self.report is None and not self.message
+
+
+def _fingerprint(run: Run) -> tuple[list[bytes], list[bytes]]:
+    headers = [header_bytes(h) for _, h in run.headers]
+    requests = [msgspec.json.encode(r) for r in run.recorder.requests]
+    return headers, requests
+
+
+def _first_drift(
+    base: Run, other: Run, reproduce: Reproduce, owners: dict[str, str | None]
+) -> DriftReport | None:
+    base_requests, other_requests = base.recorder.requests, other.recorder.requests
+    for a, b in zip(base_requests, other_requests, strict=False):
+        if msgspec.json.encode(a) != msgspec.json.encode(b):
+            return compare(
+                view_of_request(a), view_of_request(b), owners=owners, reproduce=reproduce,
+                label_a="order A", label_b="order B",
+            )
+    base_headers, other_headers = base.headers, other.headers
+    for (_, a), (_, b) in zip(base_headers, other_headers, strict=False):
+        if header_bytes(a) != header_bytes(b):
+            return compare(
+                view_of_header(a), view_of_header(b), owners=owners, reproduce=reproduce,
+                label_a="order A", label_b="order B",
+            )
+    if len(base_requests) != len(other_requests) or len(base_headers) != len(other_headers):
+        return compare_values(
+            {"requests": len(base_requests), "headers": [r for r, _ in base_headers]},
+            {"requests": len(other_requests), "headers": [r for r, _ in other_headers]},
+            label_a="order A",
+            label_b="order B",
+        )
+    return None
+
+
+def shuffle_scenario(
+    scenario: Scenario,
+    answers: Sequence[ScriptedReply],
+    *,
+    count: int = 16,
+    seed: int = 0,
+    command: str | None = None,
+) -> ShuffleResult:
+    """Run `scenario` under `count` load schedules and compare every run with the first."""
+    names = [plugin.name for plugin in scenario.plugins]
+    owners = owners_of(scenario)
+    base: Run | None = None
+    runs = 0
+    for schedule in schedules(names, count, seed):
+        run = run_sync(
+            scenario, ScriptedAdapter(answers), schedule=schedule, rebuild=False, session_id=SHUFFLE_SESSION
+        )
+        runs += 1
+        if base is None:
+            base = run
+            continue
+        if _fingerprint(run) == _fingerprint(base):
+            continue
+        reproduce = Reproduce(
+            seed=seed,
+            order_a=tuple(base.registration_order),
+            order_b=tuple(run.registration_order),
+            command=command,
+        )
+        report = _first_drift(base, run, reproduce, owners)
+        message = "" if report is not None else "the runs differ but no header or request drift was found"
+        return ShuffleResult(scenario.name, seed, runs, report, message)
+    return ShuffleResult(scenario.name, seed, runs, None)
+
+
+def shuffle_fixture(fixture: Fixture, *, count: int = 16, seed: int = 0) -> ShuffleResult:
+    answers = fixture.answers.answers if fixture.answers else fixture.scenario.script
+    return shuffle_scenario(fixture.scenario, answers, count=count, seed=seed)
