@@ -92,7 +92,9 @@ def _table(rows: list[list[str]], header: list[str]) -> str:
     return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, rows)])
 
 
-def _summary_rows(results: list[tuple[Fixture, ReplayResult, ShuffleResult | None]]) -> list[list[str]]:
+def _summary_rows(
+    results: list[tuple[Fixture, ReplayResult, ShuffleResult | None]],
+) -> list[list[str]]:
     rows = []
     for fixture, result, shuffle in results:
         counts = result.header_counts()
@@ -106,7 +108,9 @@ def _summary_rows(results: list[tuple[Fixture, ReplayResult, ShuffleResult | Non
                 f"{counts['initial']}/{counts['resume']}/{counts['change']}",
                 "drift" if kinds & {"log", "requests", "answers", "error"} else "ok",
                 "drift" if "rebuild" in kinds else "ok",
-                "-" if shuffle is None else ("ok" if shuffle.stable else "drift") + f" x{shuffle.runs}",
+                "-"
+                if shuffle is None
+                else ("ok" if shuffle.stable else "drift") + f" x{shuffle.runs}",
                 "-" if fixture.scenario.pin is None else ("drift" if "pin" in kinds else "ok"),
                 _verdict(result, shuffle)[1],
             ]
@@ -114,7 +118,18 @@ def _summary_rows(results: list[tuple[Fixture, ReplayResult, ShuffleResult | Non
     return rows
 
 
-HEADERS = ["scenario", "expect", "steps", "requests", "headers i/r/c", "replay", "rebuild", "shuffle", "pin", "verdict"]
+HEADERS = [
+    "scenario",
+    "expect",
+    "steps",
+    "requests",
+    "headers i/r/c",
+    "replay",
+    "rebuild",
+    "shuffle",
+    "pin",
+    "verdict",
+]
 
 
 def _print_findings(result: ReplayResult, *, fmt: str) -> None:
@@ -134,7 +149,9 @@ def _print_findings(result: ReplayResult, *, fmt: str) -> None:
 def cmd_demo(args: argparse.Namespace) -> int:
     fixtures = _fixtures(args.paths)
     out(f"harness demo: {len(fixtures)} shipped scenarios from {fixtures[0].folder.parent}")
-    out(f"replay on recorded answers, rebuild invariant at every dispatch, {args.shuffle} registration")
+    out(
+        f"replay on recorded answers, rebuild invariant at every dispatch, {args.shuffle} registration"
+    )
     out(f"orders each (identity, reversed, then seed {args.seed}), header pins, drift report\n")
     results = _check_all(fixtures, args.shuffle, args.seed)
     out(_table(_summary_rows(results), HEADERS))
@@ -162,8 +179,11 @@ def cmd_check(args: argparse.Namespace) -> int:
         _print_findings(result, fmt=args.format)
     _github_summary(results, failed)
     if args.format == "text":
-        out(f"\nharness check: {len(failed)} of {len(results)} scenarios drifted" if failed else
-            f"\nharness check: {len(results)} scenarios, no drift")
+        out(
+            f"\nharness check: {len(failed)} of {len(results)} scenarios drifted"
+            if failed
+            else f"\nharness check: {len(results)} scenarios, no drift"
+        )
     return EXIT_DRIFT if failed else EXIT_OK
 
 
@@ -192,7 +212,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
         result = replay_fixture(fixture)
         ok, verdict = _verdict(result, None)
         failed += not ok
-        out(f"{fixture.scenario.name}: {verdict} ({result.steps} steps, {len(result.findings)} findings)")
+        out(
+            f"{fixture.scenario.name}: {verdict} ({result.steps} steps, {len(result.findings)} findings)"
+        )
         if not ok or args.verbose:
             _print_findings(result, fmt=args.format)
     return EXIT_DRIFT if failed else EXIT_OK
@@ -264,8 +286,15 @@ def _diff_report(a: Path, b: Path) -> DriftReport:
 
 
 def _request_report(x: RecordedRequest, y: RecordedRequest, a: Path, b: Path) -> DriftReport:
-    if isinstance(x.tools, str) or isinstance(y.tools, str) or isinstance(x.system, str) and x.system == "{{system}}":
-        return compare_values(msgspec.to_builtins(x), msgspec.to_builtins(y), label_a=str(a), label_b=str(b))
+    if (
+        isinstance(x.tools, str)
+        or isinstance(y.tools, str)
+        or (isinstance(x.system, str)
+        and x.system == "{{system}}")
+    ):
+        return compare_values(
+            msgspec.to_builtins(x), msgspec.to_builtins(y), label_a=str(a), label_b=str(b)
+        )
     from harness.agent.llm import Request
 
     return compare(
@@ -298,7 +327,9 @@ def cmd_show(args: argparse.Namespace) -> int:
         if fixture.log is not None:
             out(f"  recorded registration order: {', '.join(fixture.log.registration_order)}")
             headers = [e for e in fixture.log.events if type(e).__name__ == "RecordedRequestHeader"]
-            out(f"  {len(fixture.log.events)} events, headers: {', '.join(h.reason for h in headers) or '(none)'}")  # type: ignore[attr-defined]
+            out(
+                f"  {len(fixture.log.events)} events, headers: {', '.join(h.reason for h in headers) or '(none)'}"
+            )  # type: ignore[attr-defined]
         if fixture.requests is not None:
             out(f"  {len(fixture.requests.requests)} requests")
         if scenario.pin is not None:
@@ -306,7 +337,9 @@ def cmd_show(args: argparse.Namespace) -> int:
 
             pin = load_pin(pins_root(fixture.folder), scenario.pin.name)
             if pin is not None:
-                out(f"  pin {scenario.pin.name}: tools {', '.join(t.name for t in pin.tools.initial)}")
+                out(
+                    f"  pin {scenario.pin.name}: tools {', '.join(t.name for t in pin.tools.initial)}"
+                )
                 for hint in volatile_hints(pin.system):
                     out(f"  hint: {hint}")
     return EXIT_OK
@@ -323,24 +356,39 @@ def parser() -> argparse.ArgumentParser:
     )
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def add(name: str, fn: Callable[[argparse.Namespace], int], help_: str) -> argparse.ArgumentParser:
+    def add(
+        name: str, fn: Callable[[argparse.Namespace], int], help_: str
+    ) -> argparse.ArgumentParser:
         command = sub.add_parser(name, help=help_, description=help_)
         command.set_defaults(fn=fn)
         return command
 
     def shuffle_options(command: argparse.ArgumentParser, default: int) -> None:
-        command.add_argument("--shuffle", type=int, default=default, metavar="N",
-                             help=f"registration orders per scenario (default {default}; 0 skips)")
-        command.add_argument("--seed", type=int, default=0, help="seed of the shuffled orders (default 0)")
+        command.add_argument(
+            "--shuffle",
+            type=int,
+            default=default,
+            metavar="N",
+            help=f"registration orders per scenario (default {default}; 0 skips)",
+        )
+        command.add_argument(
+            "--seed", type=int, default=0, help="seed of the shuffled orders (default 0)"
+        )
 
     def formats(command: argparse.ArgumentParser) -> None:
         command.add_argument("--format", choices=("text", "markdown", "json"), default="text")
 
-    demo = add("demo", cmd_demo, "replay, rebuild, shuffle and pin-check every shipped scenario; print a table")
+    demo = add(
+        "demo",
+        cmd_demo,
+        "replay, rebuild, shuffle and pin-check every shipped scenario; print a table",
+    )
     demo.add_argument("paths", nargs="*", help="scenario folders (default: the shipped fixtures/)")
     shuffle_options(demo, 16)
 
-    check = add("check", cmd_check, "CI gate: replay, shuffle and pin-check; exit 1 on drift; never writes")
+    check = add(
+        "check", cmd_check, "CI gate: replay, shuffle and pin-check; exit 1 on drift; never writes"
+    )
     check.add_argument("paths", nargs="*")
     shuffle_options(check, 8)
     formats(check)
@@ -350,10 +398,14 @@ def parser() -> argparse.ArgumentParser:
     replay.add_argument("-v", "--verbose", action="store_true")
     formats(replay)
 
-    record = add("record", cmd_record, "run scenarios against their stand-in model and write the recording")
+    record = add(
+        "record", cmd_record, "run scenarios against their stand-in model and write the recording"
+    )
     record.add_argument("scenarios", nargs="+", help="scenario folders or names under fixtures/")
 
-    refresh = add("refresh", cmd_refresh, "rewrite logs, requests and pins from replay; print what changed")
+    refresh = add(
+        "refresh", cmd_refresh, "rewrite logs, requests and pins from replay; print what changed"
+    )
     refresh.add_argument("paths", nargs="*")
 
     diff = add("diff", cmd_diff, "drift report between two requests files, pins or request bodies")
@@ -369,8 +421,10 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.command in ("record", "refresh") and not writes_allowed():
-        print(f"harness {args.command}: refusing to write under CI; run it locally and commit the result",
-              file=sys.stderr)
+        print(
+            f"harness {args.command}: refusing to write under CI; run it locally and commit the result",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     try:
         return int(args.fn(args))

@@ -108,23 +108,39 @@ class SectionSpec(msgspec.Struct, frozen=True, omit_defaults=True, forbid_unknow
     complete: bool = False
 
 
-class ReverseToolsFromStep(msgspec.Struct, frozen=True, tag="reverse-tools-from-step", tag_field="kind", forbid_unknown_fields=True):
+class ReverseToolsFromStep(
+    msgspec.Struct,
+    frozen=True,
+    tag="reverse-tools-from-step",
+    tag_field="kind",
+    forbid_unknown_fields=True,
+):
     """From step `step` of the session on, the listener reverses the tool list (deterministic)."""
 
     step: int
 
 
-class AppendTool(msgspec.Struct, frozen=True, tag="append-tool", tag_field="kind", forbid_unknown_fields=True):
+class AppendTool(
+    msgspec.Struct, frozen=True, tag="append-tool", tag_field="kind", forbid_unknown_fields=True
+):
     """The listener appends a tool after the authoritative order (it is not re-sorted)."""
 
     tool: ToolSpec
 
 
-class RotatePerCall(msgspec.Struct, frozen=True, tag="rotate-per-call", tag_field="kind", forbid_unknown_fields=True):
+class RotatePerCall(
+    msgspec.Struct, frozen=True, tag="rotate-per-call", tag_field="kind", forbid_unknown_fields=True
+):
     """The listener rotates the tools by how often it has run: hidden state, not deterministic."""
 
 
-class AppendInLoadOrder(msgspec.Struct, frozen=True, tag="append-in-load-order", tag_field="kind", forbid_unknown_fields=True):
+class AppendInLoadOrder(
+    msgspec.Struct,
+    frozen=True,
+    tag="append-in-load-order",
+    tag_field="kind",
+    forbid_unknown_fields=True,
+):
     """The listener appends `tools` in the order their plugins finished loading: racy."""
 
     tools: tuple[ToolSpec, ...]
@@ -200,7 +216,9 @@ RecordedEvent = (
 )
 
 
-class RecordedRequest(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
+class RecordedRequest(
+    msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forbid_unknown_fields=True
+):
     provider: str
     model: str
     max_tokens: int = 1024
@@ -261,22 +279,30 @@ def decode(data: bytes, kind: type[T], path: Path | str) -> T:
     """Decode `data` strictly as `kind`; every failure is one FixtureError line naming `path`."""
     if len(data) > MAX_FILE_BYTES:
         raise FixtureError(
-            path, f"is {len(data):,} bytes, over the {MAX_FILE_BYTES:,}-byte limit", "not a fixture?"
+            path,
+            f"is {len(data):,} bytes, over the {MAX_FILE_BYTES:,}-byte limit",
+            "not a fixture?",
         )
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise FixtureError(path, f"is not valid UTF-8 at byte {error.start}", "re-record it") from None
+        raise FixtureError(
+            path, f"is not valid UTF-8 at byte {error.start}", "re-record it"
+        ) from None
     try:
         envelope = msgspec.json.decode(data, type=_Envelope)
     except msgspec.DecodeError as error:
-        problem = "is empty" if not data.strip() else f"is not valid JSON: {_position(data, str(error))}"
-        raise FixtureError(path, problem, "truncated or corrupt; restore it from git or re-record") from None
+        problem = (
+            "is empty" if not data.strip() else f"is not valid JSON: {_position(data, str(error))}"
+        )
+        raise FixtureError(
+            path, problem, "truncated or corrupt; restore it from git or re-record"
+        ) from None
     except msgspec.ValidationError:
         raise FixtureError(path, "is not a harness file (not a JSON object)") from None
     expected_kind = kind.__struct_config__.tag
     if envelope.kind is msgspec.UNSET or envelope.format is msgspec.UNSET:
-        raise FixtureError(path, "is not a harness file (no \"format\" and \"kind\" fields)")
+        raise FixtureError(path, 'is not a harness file (no "format" and "kind" fields)')
     if envelope.kind != expected_kind:
         raise FixtureError(path, f"holds {envelope.kind!r}, expected {expected_kind!r}")
     if envelope.format != FORMAT_VERSION:
@@ -308,7 +334,15 @@ def read(path: Path, kind: type[T]) -> T:
 
 def writes_allowed() -> bool:
     """CI never writes: any of the usual CI variables set (and not "false"/"0") forbids it."""
-    for name in ("CI", "GITHUB_ACTIONS", "GITLAB_CI", "BUILDKITE", "CIRCLECI", "TF_BUILD", "JENKINS_URL"):
+    for name in (
+        "CI",
+        "GITHUB_ACTIONS",
+        "GITLAB_CI",
+        "BUILDKITE",
+        "CIRCLECI",
+        "TF_BUILD",
+        "JENKINS_URL",
+    ):
         value = os.environ.get(name)
         if value and value.lower() not in ("0", "false", "no"):
             return False
@@ -348,6 +382,14 @@ def write(path: Path, value: Any) -> bool:
     return write_atomic(path, encode(value))
 
 
+FileContents = tuple[Path, bytes]
+
+
+def write_files(files: list[FileContents]) -> list[Path]:
+    """Write each file atomically; return those whose bytes changed."""
+    return [path for path, data in files if write_atomic(path, data)]
+
+
 # -- a fixture folder ----------------------------------------------------------------------------
 
 SCENARIO_FILE = "scenario.json"
@@ -378,7 +420,9 @@ def load_fixture(folder: Path, *, require_recording: bool = True) -> Fixture:
     """Read a scenario folder strictly. A missing recording is an error unless not required."""
     folder = Path(folder)
     if not folder.is_dir():
-        raise FixtureError(folder, "is not a scenario folder", f"expected a folder with {SCENARIO_FILE}")
+        raise FixtureError(
+            folder, "is not a scenario folder", f"expected a folder with {SCENARIO_FILE}"
+        )
     scenario = read(folder / SCENARIO_FILE, Scenario)
     for name in (scenario.name, *([scenario.pin.name] if scenario.pin else [])):
         try:

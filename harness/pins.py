@@ -19,7 +19,7 @@ import msgspec
 from harness.agent.session import Header
 from harness.agent.tools import ToolSchema
 from harness.drift import DriftReport, compare, view_of_header
-from harness.fixture import FixtureError, ToolSchemasPin, encode, read, write, write_atomic
+from harness.fixture import FileContents, FixtureError, ToolSchemasPin, encode, read, write_files
 from harness.paths import safe_component
 
 SYSTEM_PIN = "system-prompt.expected.md"
@@ -47,7 +47,9 @@ def load_pin(root: Path, name: str) -> Pin | None:
     try:
         system = system_path.read_bytes().decode("utf-8")
     except FileNotFoundError:
-        raise FixtureError(system_path, "is missing beside its tool pin", "run harness refresh") from None
+        raise FixtureError(
+            system_path, "is missing beside its tool pin", "run harness refresh"
+        ) from None
     except UnicodeDecodeError as error:
         raise FixtureError(system_path, f"is not valid UTF-8 at byte {error.start}") from None
     return Pin(system, read(tools_path, ToolSchemasPin))
@@ -61,18 +63,16 @@ def pin_from_headers(headers: Sequence[tuple[str, Header]]) -> Pin:
     return Pin(system, ToolSchemasPin(initial=tools[0], changes=changes))
 
 
-def save_pin(root: Path, name: str, pin: Pin) -> list[Path]:
+def pin_files(root: Path, name: str, pin: Pin) -> list[FileContents]:
     folder = pin_folder(root, name)
-    changed = []
-    if write_atomic(folder / SYSTEM_PIN, pin.system.encode("utf-8")):
-        changed.append(folder / SYSTEM_PIN)
-    if write(folder / TOOLS_PIN, pin.tools):
-        changed.append(folder / TOOLS_PIN)
-    return changed
+    return [
+        (folder / SYSTEM_PIN, pin.system.encode("utf-8")),
+        (folder / TOOLS_PIN, encode(pin.tools)),
+    ]
 
 
-def pin_bytes(pin: Pin) -> tuple[bytes, bytes]:
-    return pin.system.encode("utf-8"), encode(pin.tools)
+def save_pin(root: Path, name: str, pin: Pin) -> list[Path]:
+    return write_files(pin_files(root, name, pin))
 
 
 @dataclass(frozen=True)
@@ -117,11 +117,17 @@ def check_against_pin(
             tools=tools if tools else msgspec.UNSET,
         )
         report = compare(
-            view_of_header(pinned), view_of_header(header), owners=owners, label_a="pinned", label_b="replayed"
+            view_of_header(pinned),
+            view_of_header(header),
+            owners=owners,
+            label_a="pinned",
+            label_b="replayed",
         )
         if not report.identical:
             where = "initial header" if state == 0 else f"header change {state}"
             mismatches.append(
-                PinMismatch(index, reason, f"{reason} header differs from the pinned {where}", report)
+                PinMismatch(
+                    index, reason, f"{reason} header differs from the pinned {where}", report
+                )
             )
     return mismatches

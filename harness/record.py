@@ -23,6 +23,7 @@ from harness.fixture import (
     TIME_TOKEN,
     TOOLS_TOKEN,
     AnswersFile,
+    FileContents,
     Fixture,
     LogFile,
     RecordedEvent,
@@ -30,9 +31,10 @@ from harness.fixture import (
     RecordedRequest,
     RequestsFile,
     Scenario,
-    write,
+    encode,
+    write_files,
 )
-from harness.pins import pin_from_headers, save_pin
+from harness.pins import pin_files, pin_from_headers
 from harness.scenario import Run, run_sync
 
 
@@ -47,7 +49,9 @@ def _replace_session(value: object, session_id: str, kind: type[object]) -> obje
     return msgspec.json.decode(data, type=kind)
 
 
-def normalise_events(events: list[LogEvent], session_id: str, pinned: bool) -> tuple[RecordedEvent, ...]:
+def normalise_events(
+    events: list[LogEvent], session_id: str, pinned: bool
+) -> tuple[RecordedEvent, ...]:
     normalised: list[object] = []
     for event in events:
         if isinstance(event, RequestHeader):
@@ -57,7 +61,14 @@ def normalise_events(events: list[LogEvent], session_id: str, pinned: bool) -> t
                 system=SYSTEM_TOKEN if pinned and isinstance(header.system, str) else header.system,
                 tools=TOOLS_TOKEN if pinned and isinstance(header.tools, tuple) else header.tools,
             )
-            normalised.append({"type": "request/header", "header": recorded, "reason": event.reason, "time": TIME_TOKEN})
+            normalised.append(
+                {
+                    "type": "request/header",
+                    "header": recorded,
+                    "reason": event.reason,
+                    "time": TIME_TOKEN,
+                }
+            )
         else:
             normalised.append(msgspec.structs.replace(event, time=TIME_TOKEN))
     result = _replace_session(normalised, session_id, tuple[RecordedEvent, ...])
@@ -65,7 +76,9 @@ def normalise_events(events: list[LogEvent], session_id: str, pinned: bool) -> t
     return result
 
 
-def normalise_requests(requests: list[Request], session_id: str, pinned: bool) -> tuple[RecordedRequest, ...]:
+def normalise_requests(
+    requests: list[Request], session_id: str, pinned: bool
+) -> tuple[RecordedRequest, ...]:
     normalised = [
         RecordedRequest(
             provider=r.provider,
@@ -120,22 +133,24 @@ def pins_root(fixture_folder: Path) -> Path:
     return fixture_folder.resolve().parent.parent / "snapshots" / "headers"
 
 
-def write_recording(folder: Path, run: Run, *, answers: bool = True) -> list[Path]:
-    """Write the recording (and the pin, when this scenario owns it); return the files changed."""
+def recording_files(
+    folder: Path, run: Run, *, answers: bool = True, pins: Path | None = None
+) -> list[FileContents]:
+    """The files a recording consists of (and the pin, when this scenario owns it)."""
     log, requests, recorded_answers = recording_of(run)
-    changed = [
-        path
-        for path, value in (
-            (folder / LOG_FILE, log),
-            (folder / REQUESTS_FILE, requests),
-            *(((folder / ANSWERS_FILE, recorded_answers),) if answers else ()),
-        )
-        if write(path, value)
-    ]
+    files = [(folder / LOG_FILE, encode(log)), (folder / REQUESTS_FILE, encode(requests))]
+    if answers:
+        files.append((folder / ANSWERS_FILE, encode(recorded_answers)))
     pin = run.scenario.pin
     if pin is not None and pin.owner and run.headers:
-        changed += save_pin(pins_root(folder), pin.name, pin_from_headers(run.headers))
-    return changed
+        root = pins if pins is not None else pins_root(folder)
+        files += pin_files(root, pin.name, pin_from_headers(run.headers))
+    return files
+
+
+def write_recording(folder: Path, run: Run, *, answers: bool = True) -> list[Path]:
+    """Write the recording; return the files whose bytes changed."""
+    return write_files(recording_files(folder, run, answers=answers))
 
 
 def record_fixture(fixture: Fixture) -> list[Path]:

@@ -90,10 +90,17 @@ def compare_recordings(fixture: Fixture, run: Run) -> list[Finding]:
     log, requests, _ = recording_of(run)
     if msgspec.json.encode(log.events) != msgspec.json.encode(fixture.log.events):
         report = compare_values(
-            _builtins(fixture.log.events), _builtins(log.events), label_a="recorded", label_b="replayed"
+            _builtins(fixture.log.events),
+            _builtins(log.events),
+            label_a="recorded",
+            label_b="replayed",
         )
         findings.append(
-            Finding("log", f"the replayed session log differs from the recording at {report.pointer}", report)
+            Finding(
+                "log",
+                f"the replayed session log differs from the recording at {report.pointer}",
+                report,
+            )
         )
     recorded, replayed = fixture.requests.requests, requests.requests
     for index in range(max(len(recorded), len(replayed))):
@@ -107,10 +114,17 @@ def compare_recordings(fixture: Fixture, run: Run) -> list[Finding]:
             break
         if msgspec.json.encode(recorded[index]) != msgspec.json.encode(replayed[index]):
             report = compare_values(
-                _builtins(recorded[index]), _builtins(replayed[index]), label_a="recorded", label_b="replayed"
+                _builtins(recorded[index]),
+                _builtins(replayed[index]),
+                label_a="recorded",
+                label_b="replayed",
             )
             findings.append(
-                Finding("requests", f"request {index + 1} differs from the recording at {report.pointer}", report)
+                Finding(
+                    "requests",
+                    f"request {index + 1} differs from the recording at {report.pointer}",
+                    report,
+                )
             )
             break
     return findings
@@ -145,7 +159,11 @@ def pin_findings(fixture: Fixture, run: Run, pins: Path | None) -> list[Finding]
     root = pins if pins is not None else pins_root(fixture.folder)
     pin: Pin | None = load_pin(root, spec.name)
     if pin is None:
-        return [Finding("pin", f'header class "{spec.name}" has no pin under {root}; run harness refresh')]
+        return [
+            Finding(
+                "pin", f'header class "{spec.name}" has no pin under {root}; run harness refresh'
+            )
+        ]
     return [
         Finding("pin", mismatch.message, mismatch.report)
         for mismatch in check_against_pin(
@@ -167,7 +185,9 @@ def replay_fixture(
     try:
         run = run_sync(fixture.scenario, adapter, schedule=schedule)
     except Exception as error:  # a scenario that cannot even boot is a finding, not a crash
-        return ReplayResult(fixture, None, [Finding("error", f"the scenario failed to run: {error}")])
+        return ReplayResult(
+            fixture, None, [Finding("error", f"the scenario failed to run: {error}")]
+        )
     findings = rebuild_findings(run)
     findings += compare_recordings(fixture, run)
     findings += pin_findings(fixture, run, pins)

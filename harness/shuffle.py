@@ -15,13 +15,18 @@ from dataclasses import dataclass
 import msgspec
 
 from harness.agent.context import LoadSchedule
-from harness.agent.llm import ScriptedAdapter
+from harness.agent.llm import ScriptedAdapter, ScriptedReply
 from harness.agent.session import header_bytes
-from harness.drift import DriftReport, Reproduce, compare, compare_values, view_of_header, view_of_request
+from harness.drift import (
+    DriftReport,
+    Reproduce,
+    compare,
+    compare_values,
+    view_of_header,
+    view_of_request,
+)
 from harness.fixture import Fixture, Scenario
-from harness.agent.llm import ScriptedReply
 from harness.scenario import Run, owners_of, run_sync
-
 
 SHUFFLE_SESSION = "shuffle-session"  # one id for every run, so requests compare byte for byte
 
@@ -61,15 +66,23 @@ def _first_drift(
     for a, b in zip(base_requests, other_requests, strict=False):
         if msgspec.json.encode(a) != msgspec.json.encode(b):
             return compare(
-                view_of_request(a), view_of_request(b), owners=owners, reproduce=reproduce,
-                label_a="order A", label_b="order B",
+                view_of_request(a),
+                view_of_request(b),
+                owners=owners,
+                reproduce=reproduce,
+                label_a="order A",
+                label_b="order B",
             )
     base_headers, other_headers = base.headers, other.headers
     for (_, a), (_, b) in zip(base_headers, other_headers, strict=False):
         if header_bytes(a) != header_bytes(b):
             return compare(
-                view_of_header(a), view_of_header(b), owners=owners, reproduce=reproduce,
-                label_a="order A", label_b="order B",
+                view_of_header(a),
+                view_of_header(b),
+                owners=owners,
+                reproduce=reproduce,
+                label_a="order A",
+                label_b="order B",
             )
     if len(base_requests) != len(other_requests) or len(base_headers) != len(other_headers):
         return compare_values(
@@ -96,7 +109,11 @@ def shuffle_scenario(
     runs = 0
     for schedule in schedules(names, count, seed):
         run = run_sync(
-            scenario, ScriptedAdapter(answers), schedule=schedule, rebuild=False, session_id=SHUFFLE_SESSION
+            scenario,
+            ScriptedAdapter(answers),
+            schedule=schedule,
+            rebuild=False,
+            session_id=SHUFFLE_SESSION,
         )
         runs += 1
         if base is None:
@@ -111,7 +128,9 @@ def shuffle_scenario(
             command=command,
         )
         report = _first_drift(base, run, reproduce, owners)
-        message = "" if report is not None else "the runs differ but no header or request drift was found"
+        message = (
+            "" if report is not None else "the runs differ but no header or request drift was found"
+        )
         return ShuffleResult(scenario.name, seed, runs, report, message)
     return ShuffleResult(scenario.name, seed, runs, None)
 

@@ -32,14 +32,19 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def snapshot_bytes(root: Path) -> dict[str, bytes]:
     return {
-        str(p.relative_to(root)): p.read_bytes()
-        for p in sorted(root.rglob("*"))
-        if p.is_file()
+        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
     }
 
 
 def test_the_six_scenarios_of_the_issue_are_shipped() -> None:
-    assert {"text-turn", "tool-turn", "multi-step", "resume", "bad-tool-order", "racy-listener"} <= set(SHIPPED)
+    assert {
+        "text-turn",
+        "tool-turn",
+        "multi-step",
+        "resume",
+        "bad-tool-order",
+        "racy-listener",
+    } <= set(SHIPPED)
 
 
 @pytest.mark.parametrize("name", SHIPPED)
@@ -74,7 +79,9 @@ def test_multi_step_pins_one_header_change_that_is_a_pure_reorder() -> None:
     assert [t["name"] for t in change] == list(reversed(initial))
 
 
-def test_check_on_shipped_fixtures_exits_0_and_writes_nothing(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_check_on_shipped_fixtures_exits_0_and_writes_nothing(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     before = {p: p.stat().st_mtime_ns for p in project.rglob("*") if p.is_file()}
     content = snapshot_bytes(project)
     assert main(["check", "fixtures", "--shuffle", "4"]) == 0
@@ -94,7 +101,9 @@ def swap_first_two_tools(pin_file: Path) -> tuple[str, str]:
 def test_a_hand_edited_tool_order_fails_check_naming_block_offset_and_tool(
     project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    first, second = swap_first_two_tools(project / "snapshots/headers/default/tool-schemas.expected.json")
+    first, second = swap_first_two_tools(
+        project / "snapshots/headers/default/tool-schemas.expected.json"
+    )
     assert main(["check", "fixtures/text-turn", "--shuffle", "0"]) == 1
     out = capsys.readouterr().out
     assert "tools_changed" in out
@@ -122,7 +131,11 @@ def test_refresh_after_an_intended_change_rewrites_only_the_pin_minimally(
     changed = {name for name in after if after[name] != before.get(name)}
     assert changed == {"snapshots/headers/multi-step/tool-schemas.expected.json"}
     new = pin_file.read_text().splitlines()
-    diff = [line for line in difflib.unified_diff(old, new, lineterm="", n=0) if line[:1] in "+-" and line[:3] not in ("+++", "---")]
+    diff = [
+        line
+        for line in difflib.unified_diff(old, new, lineterm="", n=0)
+        if line[:1] in "+-" and line[:3] not in ("+++", "---")
+    ]
     tool_lines = _tool_line_count(new, "list_dir")
     # list_dir moves up in the initial order and down in the reversed change: two moves, nothing else
     assert 0 < len(diff) <= 4 * tool_lines + 4
@@ -147,10 +160,16 @@ def _tool_line_count(lines: list[str], name: str) -> int:
         (lambda b: b[: len(b) // 2], "is not valid JSON"),
         (lambda b: b"", "is empty"),
         (lambda b: b.replace(b'"format": 1', b'"format": 99'), "format version 99"),
-        (lambda b: b.replace(b'"kind": "harness/log"', b'"kind": "other/thing"'), "holds 'other/thing'"),
+        (
+            lambda b: b.replace(b'"kind": "harness/log"', b'"kind": "other/thing"'),
+            "holds 'other/thing'",
+        ),
         (lambda b: b'{"hello": "world"}', "is not a harness file"),
         (lambda b: b"\xff\xfe" + b, "not valid UTF-8"),
-        (lambda b: b.replace(b'"turn": 1', b'"turn": "one"'), "does not match the harness/log format"),
+        (
+            lambda b: b.replace(b'"turn": 1', b'"turn": "one"'),
+            "does not match the harness/log format",
+        ),
     ],
     ids=["truncated", "empty", "wrong-version", "wrong-kind", "not-ours", "bad-utf8", "wrong-type"],
 )
@@ -177,7 +196,9 @@ def test_record_and_refresh_refuse_to_write_under_ci(
     assert snapshot_bytes(project) == before
 
 
-def test_diff_of_two_tool_pins_reports_the_reorder(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_diff_of_two_tool_pins_reports_the_reorder(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     original = project / "snapshots/headers/default/tool-schemas.expected.json"
     edited = project / "edited.json"
     shutil.copy(original, edited)

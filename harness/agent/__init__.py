@@ -5,15 +5,45 @@ It never imports the rest of `harness`: the harness reaches it only through its 
 dispatches.
 """
 
-from harness.agent.apps import Agent, AgentCoreConfig, CliAppConfig, TuiAppConfig, boot_agent, boot_app
-from harness.agent.context import Context, LoadSchedule, Plugin, load_plugins
-from harness.agent.frozen import FrozenDict, FrozenError, deep_freeze
-from harness.agent.llm import LlmRuntime, Request, ScriptedAdapter, ScriptedReply, ScriptedToolCall
-from harness.agent.loop import AgentLoop, InvariantError
-from harness.agent.session import Header, LlmConfig, Session, canonical_header, header_equals
+from harness.agent.apps import (
+    Agent,
+    AgentCoreConfig,
+    CliAppConfig,
+    TuiAppConfig,
+    boot_agent,
+    boot_app,
+)
+from harness.agent.context import Context, ContextError, LoadSchedule, Plugin, load_plugins
+from harness.agent.frozen import FrozenDict, FrozenError, deep_freeze, is_deep_frozen
+from harness.agent.llm import (
+    DISPATCH_EVENT,
+    REPLY_EVENT,
+    REQUEST_EVENT,
+    AdapterError,
+    LlmRuntime,
+    Request,
+    ScriptedAdapter,
+    ScriptedReply,
+    ScriptedToolCall,
+)
+from harness.agent.loop import TOOL_BEFORE_EVENT, AgentLoop, InvariantError, check_rebuild_invariant
+from harness.agent.session import (
+    SESSION_EVENT,
+    Header,
+    LlmConfig,
+    LogEvent,
+    Session,
+    canonical_header,
+    derive_messages,
+    fold_header,
+    header_equals,
+)
 from harness.agent.system_prompt import (
+    ASSEMBLE_EVENT,
     TOOL_ORDER_REST,
     PromptAssembly,
+    PromptAssemblyError,
+    PromptRenderError,
     Section,
     SystemPrompt,
     SystemPromptConfig,
@@ -25,12 +55,20 @@ from harness.agent.system_prompt import (
 from harness.agent.tools import ToolRuntime, ToolSchema, register_tool
 
 __all__ = [
+    "ASSEMBLE_EVENT",
+    "DISPATCH_EVENT",
+    "REPLY_EVENT",
+    "REQUEST_EVENT",
+    "SESSION_EVENT",
+    "TOOL_BEFORE_EVENT",
     "TOOL_ORDER_REST",
+    "AdapterError",
     "Agent",
     "AgentCoreConfig",
     "AgentLoop",
     "CliAppConfig",
     "Context",
+    "ContextError",
     "FrozenDict",
     "FrozenError",
     "Header",
@@ -38,8 +76,11 @@ __all__ = [
     "LlmConfig",
     "LlmRuntime",
     "LoadSchedule",
+    "LogEvent",
     "Plugin",
     "PromptAssembly",
+    "PromptAssemblyError",
+    "PromptRenderError",
     "Request",
     "ScriptedAdapter",
     "ScriptedReply",
@@ -55,8 +96,12 @@ __all__ = [
     "boot_agent",
     "boot_app",
     "canonical_header",
+    "check_rebuild_invariant",
     "deep_freeze",
+    "derive_messages",
+    "fold_header",
     "header_equals",
+    "is_deep_frozen",
     "load_plugins",
     "order_tools",
     "register_tool",

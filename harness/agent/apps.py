@@ -17,7 +17,7 @@ import msgspec
 from harness.agent.context import Context, LoadSchedule, Plugin, load_plugins
 from harness.agent.llm import Adapter, LlmRuntime
 from harness.agent.loop import AgentLoop
-from harness.agent.session import LlmConfig, LogEvent, Session, utc_now
+from harness.agent.session import LlmConfig, LogEvent, Session, TurnEnd, utc_now
 from harness.agent.system_prompt import SystemPrompt, SystemPromptConfig
 from harness.agent.tools import ToolRuntime
 
@@ -56,7 +56,10 @@ class CliAppConfig(msgspec.Struct, frozen=True, omit_defaults=True, forbid_unkno
 
     def agent_core(self) -> AgentCoreConfig:
         return AgentCoreConfig(
-            model=self.model, persona=self.persona, tool_order=self.tool_order, max_steps=self.max_steps
+            model=self.model,
+            persona=self.persona,
+            tool_order=self.tool_order,
+            max_steps=self.max_steps,
         )
 
 
@@ -105,7 +108,7 @@ class Agent:
     llm: LlmRuntime
     registration_order: list[str]
 
-    async def turn(self, text: str) -> Any:
+    async def turn(self, text: str) -> TurnEnd:
         return await self.loop.run_turn(text)
 
 

@@ -101,15 +101,20 @@ class Context:
         for listener in self.listeners(event):
             try:
                 listener(*args)
-            except Exception as error:  # noqa: BLE001 - every listener runs, then we raise
+            except Exception as error:
                 errors.append(error)
         _raise_collected(errors, event)
 
     async def parallel(self, event: str, *args: Any) -> None:
         """Run every listener concurrently; all run to completion, errors are aggregated."""
+
+        async def run(listener: Listener) -> Any:
+            # Called inside a coroutine, so a synchronous listener that raises is gathered
+            # with the others instead of stopping the ones after it.
+            return await _settle(listener(*args))
+
         results = await asyncio.gather(
-            *(_settle(listener(*args)) for listener in self.listeners(event)),
-            return_exceptions=True,
+            *(run(listener) for listener in self.listeners(event)), return_exceptions=True
         )
         _raise_collected([r for r in results if isinstance(r, BaseException)], event)
 
@@ -170,7 +175,7 @@ class Plugin(Protocol):
 
     name: str
 
-    def apply(self, ctx: Context) -> None | Awaitable[None]: ...
+    def apply(self, ctx: Context) -> Awaitable[None] | None: ...
 
 
 def plugin_name(plugin: object) -> str:
@@ -194,7 +199,9 @@ class LoadSchedule(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     yields: dict[str, int] = {}
 
     @classmethod
-    def shuffled(cls, names: Sequence[str], rng: random.Random, max_yields: int = 3) -> LoadSchedule:
+    def shuffled(
+        cls, names: Sequence[str], rng: random.Random, max_yields: int = 3
+    ) -> LoadSchedule:
         start = list(names)
         rng.shuffle(start)
         return cls(tuple(start), {name: rng.randint(0, max_yields) for name in names})

@@ -67,7 +67,9 @@ def check_rebuild_invariant(request: Request, session: Session) -> None:
     rebuilt = request.header()
     if not header_equals(rebuilt, folded):
         part = _first_differing_part(rebuilt, folded)
-        raise InvariantError(f"rebuild invariant: the request's {part} differ from the logged header")
+        raise InvariantError(
+            f"rebuild invariant: the request's {part} differ from the logged header"
+        )
 
 
 def _first_differing_part(a: Header, b: Header) -> str:
@@ -101,9 +103,9 @@ class AgentLoop:
         self.state = "running"
         self._abort = False
         log = self.session.log
-        self.session.append(TurnStart(turn=sum(isinstance(e, TurnStart) for e in log) + 1))
         open_step: int | None = None
         try:
+            self.session.append(TurnStart(turn=sum(isinstance(e, TurnStart) for e in log) + 1))
             reason: TurnEndReason = "completed"
             pending_user: str | None = text
             for _ in range(self.max_steps):
@@ -141,10 +143,13 @@ class AgentLoop:
             return self._end(TurnEnd(reason=reason))
         except Exception as error:  # every failure ends the turn in balance
             message = str(error) or type(error).__name__
-            if open_step is not None:
-                self.session.append(StepEnd(step=open_step, reason="error"))
-            self.session.append(AgentError(message=message))
-            return self._end(TurnEnd(reason="error", message=message))
+            try:
+                if open_step is not None:
+                    self.session.append(StepEnd(step=open_step, reason="error"))
+                self.session.append(AgentError(message=message))
+                return self._end(TurnEnd(reason="error", message=message))
+            finally:
+                self.state = "idle"  # even when the log itself refuses the failure events
 
     def _end(self, event: TurnEnd) -> TurnEnd:
         self.state = "idle"
@@ -166,24 +171,29 @@ class AgentLoop:
 
     async def _run_tools(self, reply: Reply) -> bool:
         """Run the reply's tool calls in model order; True when a listener blocked one."""
+        blocked = False
         for call in reply.tool_calls:
             self.session.append(ToolCall(id=call.id, name=call.name, input=call.input))
-            veto = self.ctx.bail(TOOL_BEFORE_EVENT, call)
-            if veto is not None:
-                self.session.append(
-                    ToolResult(
-                        tool_use_id=call.id, name=call.name, content=f"blocked: {veto}", is_error=True
-                    )
+            veto = None if blocked else self.ctx.bail(TOOL_BEFORE_EVENT, call)
+            if blocked or veto is not None:
+                # Every tool_use still gets its result, so the next request stays valid.
+                content = (
+                    f"blocked: {veto}" if not blocked else "not run: an earlier call was blocked"
                 )
-                return True
+                self.session.append(
+                    ToolResult(tool_use_id=call.id, name=call.name, content=content, is_error=True)
+                )
+                blocked = True
+                continue
             try:
                 result = await self.tools.call(call.name, dict(call.input))
-                content = result if isinstance(result, str) else msgspec.json.encode(result).decode()
+                content = (
+                    result if isinstance(result, str) else msgspec.json.encode(result).decode()
+                )
                 is_error = False
             except Exception as error:  # a failing tool is the model's problem, not the turn's
                 content, is_error = f"{type(error).__name__}: {error}", True
             self.session.append(
                 ToolResult(tool_use_id=call.id, name=call.name, content=content, is_error=is_error)
             )
-        return False
-
+        return blocked

@@ -22,7 +22,10 @@ from harness.agent.tools import ToolSchema
 TOOL_ORDER_REST = "<unlisted-tools>"
 ASSEMBLE_EVENT = "system-prompt/assemble"
 
-ToolProvider = Callable[[], "Iterable[ToolSchema | Mapping[str, Any]] | Awaitable[Iterable[ToolSchema | Mapping[str, Any]]]"]
+ToolProvider = Callable[
+    [],
+    "Iterable[ToolSchema | Mapping[str, Any]] | Awaitable[Iterable[ToolSchema | Mapping[str, Any]]]",
+]
 
 
 class ToolOrderError(ValueError):
@@ -129,7 +132,9 @@ def order_tools(
         listing = ", ".join(sorted(known, key=_code_units)) or "(none)"
         quoted = ", ".join(f'"{name}"' for name in unregistered)
         noun = "tool" if len(unregistered) == 1 else "tools"
-        raise ToolOrderError(f"toolOrder lists unregistered {noun} {quoted}; known tools: {listing}")
+        raise ToolOrderError(
+            f"toolOrder lists unregistered {noun} {quoted}; known tools: {listing}"
+        )
     by_name: dict[str, list[ToolSchema]] = {}
     for tool in tools:
         by_name.setdefault(tool.name, []).append(tool)
@@ -255,4 +260,6 @@ class SystemPrompt:
         sections = complete or sorted(self._sections, key=lambda s: s.order)
         tools = order_tools(await self.collect_tools(), self.config.tool_order)
         assembly = PromptAssembly(list(sections), tools, dict(self.variables))
-        return await self.ctx.waterfall(ASSEMBLE_EVENT, assembly)
+        result = await self.ctx.waterfall(ASSEMBLE_EVENT, assembly)
+        check_assembly(result)  # also when a later listener was prepended around the invariant one
+        return result

@@ -30,12 +30,12 @@ class ToolSchema(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     def copy_of(cls, schema: ToolSchema | Mapping[str, Any]) -> ToolSchema:
         """Copy a provider's schema to exactly its three fields (extra fields are dropped)."""
         if isinstance(schema, ToolSchema):
-            return cls(schema.name, schema.description, dict(schema.parameters))
-        return cls(
-            name=schema["name"],
-            description=schema.get("description", ""),
-            parameters=dict(schema.get("parameters") or {"type": "object", "properties": {}}),
-        )
+            name, description, parameters = schema.name, schema.description, schema.parameters
+        else:
+            name, description = schema["name"], schema.get("description", "")
+            parameters = schema.get("parameters") or {"type": "object", "properties": {}}
+        # A deep copy: a listener editing a nested schema in place must not edit the registry.
+        return cls(name, description, msgspec.json.decode(msgspec.json.encode(parameters)))
 
 
 class ToolError(RuntimeError):
