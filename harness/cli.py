@@ -17,7 +17,7 @@ from pathlib import Path
 
 import msgspec
 
-from harness.drift import DriftReport, compare, compare_values, view_of_header, view_of_request
+from harness.drift import CacheView, DriftReport, compare, compare_values, view_of_header
 from harness.fixture import (
     Fixture,
     FixtureError,
@@ -225,7 +225,7 @@ def cmd_record(args: argparse.Namespace) -> int:
         folder = Path(path)
         if not folder.exists() and (shipped_fixtures() / path).is_dir():
             folder = shipped_fixtures() / path
-        fixture = load_fixture(folder, require_recording=False)
+        fixture = load_fixture(folder, scenario_only=True)
         changed = record_fixture(fixture)
         out(f"{fixture.scenario.name}: recorded" + "".join(f"\n  wrote {p}" for p in changed))
     return EXIT_OK
@@ -285,24 +285,16 @@ def _diff_report(a: Path, b: Path) -> DriftReport:
     return compare_values(raw_a, raw_b, label_a=str(a), label_b=str(b))
 
 
-def _request_report(x: RecordedRequest, y: RecordedRequest, a: Path, b: Path) -> DriftReport:
-    if (
-        isinstance(x.tools, str)
-        or isinstance(y.tools, str)
-        or (isinstance(x.system, str)
-        and x.system == "{{system}}")
-    ):
-        return compare_values(
-            msgspec.to_builtins(x), msgspec.to_builtins(y), label_a=str(a), label_b=str(b)
-        )
-    from harness.agent.llm import Request
+def _view_of_recorded(request: RecordedRequest) -> CacheView:
+    """A recorded request as a cache sees it (placeholders and digests compare as they are)."""
+    wire = msgspec.to_builtins(request)
+    blocks = {key: wire[key] for key in ("tools", "system", "messages") if key in wire}
+    settings = {k: v for k, v in wire.items() if k not in blocks and k != "session_id"}
+    return CacheView(settings, blocks)
 
-    return compare(
-        view_of_request(msgspec.convert(msgspec.to_builtins(x), Request)),
-        view_of_request(msgspec.convert(msgspec.to_builtins(y), Request)),
-        label_a=str(a),
-        label_b=str(b),
-    )
+
+def _request_report(x: RecordedRequest, y: RecordedRequest, a: Path, b: Path) -> DriftReport:
+    return compare(_view_of_recorded(x), _view_of_recorded(y), label_a=str(a), label_b=str(b))
 
 
 def cmd_diff(args: argparse.Namespace) -> int:

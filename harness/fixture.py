@@ -17,6 +17,7 @@ into its Struct, and every failure is a `FixtureError` naming the file and the p
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 from pathlib import Path
@@ -216,6 +217,22 @@ RecordedEvent = (
 )
 
 
+class MessagesDigest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A request's messages, by count and SHA-256 of their JSON bytes.
+
+    The log already holds every message readably, and the runtime checks at dispatch that a
+    request's messages are exactly what the log derives; storing them again per request would
+    make the file grow with the square of the conversation's length.
+    """
+
+    count: int
+    sha256: str
+
+    @classmethod
+    def of(cls, messages: tuple[Message, ...]) -> MessagesDigest:
+        return cls(len(messages), hashlib.sha256(msgspec.json.encode(messages)).hexdigest())
+
+
 class RecordedRequest(
     msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forbid_unknown_fields=True
 ):
@@ -225,7 +242,7 @@ class RecordedRequest(
     temperature: float | msgspec.UnsetType = msgspec.UNSET
     system: str | msgspec.UnsetType = msgspec.UNSET
     tools: tuple[ToolSchema, ...] | str | msgspec.UnsetType = msgspec.UNSET
-    messages: tuple[Message, ...] = ()
+    messages: MessagesDigest
     session_id: str
 
 
@@ -416,8 +433,14 @@ class Fixture(msgspec.Struct, frozen=True):
         return self.log is not None and self.requests is not None and self.answers is not None
 
 
-def load_fixture(folder: Path, *, require_recording: bool = True) -> Fixture:
-    """Read a scenario folder strictly. A missing recording is an error unless not required."""
+def load_fixture(
+    folder: Path, *, require_recording: bool = True, scenario_only: bool = False
+) -> Fixture:
+    """Read a scenario folder strictly.
+
+    A missing recording is an error unless not required; `scenario_only` reads the input alone,
+    so a recording about to be replaced (perhaps in an old format) is never opened.
+    """
     folder = Path(folder)
     if not folder.is_dir():
         raise FixtureError(
@@ -432,7 +455,7 @@ def load_fixture(folder: Path, *, require_recording: bool = True) -> Fixture:
 
     def optional(name: str, kind: type[T]) -> T | None:
         path = folder / name
-        if not require_recording and not path.exists():
+        if scenario_only or (not require_recording and not path.exists()):
             return None
         return read(path, kind)
 

@@ -26,6 +26,7 @@ from harness.fixture import (
     FileContents,
     Fixture,
     LogFile,
+    MessagesDigest,
     RecordedEvent,
     RecordedHeader,
     RecordedRequest,
@@ -87,7 +88,7 @@ def normalise_requests(
             temperature=r.temperature,
             system=SYSTEM_TOKEN if pinned and isinstance(r.system, str) else r.system,
             tools=TOOLS_TOKEN if pinned and isinstance(r.tools, tuple) else r.tools,
-            messages=r.messages,
+            messages=MessagesDigest.of(r.messages),
             session_id=r.session_id,
         )
         for r in requests
