@@ -24,7 +24,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final, NamedTuple
 
 import msgspec
-from deepdiff import DeepDiff
 
 from harness.agent.llm import Request
 from harness.agent.session import Header
@@ -707,9 +706,28 @@ def _tokens(size: int) -> int:
     return size // _BYTES_PER_TOKEN
 
 
+def _tools_by_name(doc: Any) -> Any:
+    """Tools keyed by name plus their order, so a reorder diffs as one order change."""
+    if not isinstance(doc, dict):
+        return doc
+    tools = doc.get("tools")
+    if not isinstance(tools, list):
+        return doc
+    names = [t.get("name") if isinstance(t, dict) else None for t in tools]
+    if None in names or len(set(names)) != len(names):
+        return doc  # unnamed or shared names: positions are the only identity
+    keyed = {k: v for k, v in doc.items() if k != "tools"}
+    keyed["tool_order"] = names
+    keyed["tools"] = dict(zip(names, tools, strict=True))
+    return keyed
+
+
 def _deepdiff(a: Any, b: Any) -> dict[str, Any]:
+    from deepdiff import DeepDiff  # imported on first drift: it is slow to import
+
     try:
-        decoded = msgspec.json.decode(DeepDiff(a, b, verbose_level=2).to_json())
+        diff = DeepDiff(_tools_by_name(a), _tools_by_name(b), verbose_level=2)
+        decoded = msgspec.json.decode(diff.to_json())
     except Exception as error:  # a diff that cannot be made must not hide the report
         return {"error": f"deepdiff failed: {error!r}"}
     return decoded if isinstance(decoded, dict) else {"result": decoded}

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -280,16 +281,16 @@ def encode(value: Any) -> bytes:
 
 
 def _position(data: bytes, message: str) -> str:
-    marker = "at byte "
-    if marker in message:
-        try:
-            offset = int(message.rsplit(marker, 1)[1].split()[0].rstrip(")."))
-        except ValueError:
-            return message
-        line = data.count(b"\n", 0, offset) + 1
-        column = offset - (data.rfind(b"\n", 0, offset) + 1) + 1
-        return f"{message} (line {line}, column {column})"
-    return message
+    """msgspec's message with the line and column of the byte offset it names."""
+    match = re.search(r"byte (\d+)", message)
+    if match is None and "truncated" not in message:
+        return message
+    offset = int(match.group(1)) if match else len(data)
+    if match is None:
+        message = f"{message} at byte {offset}"
+    line = data.count(b"\n", 0, offset) + 1
+    column = offset - (data.rfind(b"\n", 0, offset) + 1) + 1
+    return f"{message} (line {line}, column {column})"
 
 
 def decode(data: bytes, kind: type[T], path: Path | str) -> T:
