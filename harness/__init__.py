@@ -1,1 +1,32 @@
-"""harness: prove an LLM agent's request headers are byte-stable."""
+"""harness: prove an LLM agent's request headers are byte-stable.
+
+`harness.prove_stable(build, units, permutations=N, seed=...)` is the entry point for agents built
+on the provider SDKs; `harness.agent` is the reference runtime; the pytest plugin lives in
+`harness.plugin`. Names are imported on first use, so `import harness` stays cheap.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+_EXPORTS = {
+    "prove_stable": "harness.stability",
+    "HeaderDrift": "harness.stability",
+    "CaptureSession": "harness.capture",
+    "current_session": "harness.capture",
+    "check_prefix_chain": "harness.providers",
+    "view_of_body": "harness.providers",
+    "compare": "harness.drift",
+    "DriftReport": "harness.drift",
+    "CacheView": "harness.drift",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'harness' has no attribute {name!r}")
+    return getattr(import_module(module), name)

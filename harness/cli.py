@@ -31,6 +31,7 @@ from harness.fixture import (
     writes_allowed,
 )
 from harness.paths import UnsafeName
+from harness.secrets import SecretLeak
 from harness.record import pins_root, record_fixture, write_recording
 from harness.replay import Finding, ReplayResult, replay_fixture
 from harness.shuffle import ShuffleResult, shuffle_fixture
@@ -420,7 +421,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     try:
         return int(args.fn(args))
-    except (FixtureError, UnsafeName, WriteRefused) as error:
+    except (FixtureError, UnsafeName, WriteRefused, SecretLeak) as error:
         print(f"harness {args.command}: {error}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

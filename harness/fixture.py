@@ -21,6 +21,7 @@ import hashlib
 import os
 import re
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -43,6 +44,7 @@ from harness.agent.session import (
 )
 from harness.agent.tools import ToolSchema
 from harness.paths import UnsafeName, safe_component
+from harness.secrets import scan_secrets
 
 FORMAT_VERSION = 1
 MAX_FILE_BYTES = 64 * 1024 * 1024
@@ -335,6 +337,23 @@ def decode(data: bytes, kind: type[T], path: Path | str) -> T:
         raise FixtureError(path, f"does not match the {expected_kind} format: {error}") from None
 
 
+class SecretWarning(UserWarning):
+    """A file the harness read holds something key-shaped (it was written before redaction?)."""
+
+
+def warn_if_secret(path: Path | str, data: bytes) -> None:
+    findings = scan_secrets(data)
+    if findings:
+        shown = "; ".join(f.describe() for f in findings[:3])
+        warnings.warn(
+            SecretWarning(
+                f"{path} holds {len(findings)} secret-looking string(s) ({shown}); rotate the "
+                "secret and re-record the file"
+            ),
+            stacklevel=3,
+        )
+
+
 def read(path: Path, kind: type[T]) -> T:
     try:
         size = path.stat().st_size
@@ -347,7 +366,9 @@ def read(path: Path, kind: type[T]) -> T:
         raise FixtureError(path, "is a folder, not a file") from None
     except OSError as error:
         raise FixtureError(path, f"cannot be read: {error.strerror}") from None
-    return decode(data, kind, path)
+    value = decode(data, kind, path)
+    warn_if_secret(path, data)
+    return value
 
 
 def writes_allowed() -> bool:

@@ -36,6 +36,7 @@ from harness.fixture import (
     write_files,
 )
 from harness.pins import pin_files, pin_from_headers
+from harness.secrets import SecretLeak, scan_secrets
 from harness.scenario import Run, run_sync
 
 
@@ -146,6 +147,10 @@ def recording_files(
     if pin is not None and pin.owner and run.headers:
         root = pins if pins is not None else pins_root(folder)
         files += pin_files(root, pin.name, pin_from_headers(run.headers))
+    for path, data in files:  # a recording holding a secret is refused whole
+        findings = scan_secrets(data)
+        if findings:
+            raise SecretLeak(str(path), findings)
     return files
 
 

@@ -41,7 +41,8 @@ from harness.drift import (
 )
 
 if TYPE_CHECKING:
-    from harness.capture import Captured, CaptureSession
+    from harness.capture import CaptureSession
+    from harness.providers import Captured
 
 __all__ = [
     "HeaderDrift",
@@ -128,7 +129,7 @@ class Observed:
 
 def observe(value: Any) -> Observed:
     """What a build returned, as a cache view (with its prefix when it is a provider body)."""
-    from harness.capture import split_request
+    from harness.providers import split_request
 
     if isinstance(value, CacheView):
         return Observed(value)
