@@ -22,6 +22,7 @@ from harness.fixture import (
     Fixture,
     FixtureError,
     RecordedRequest,
+    RecordedRequestHeader,
     RequestsFile,
     ToolSchemasPin,
     WriteRefused,
@@ -31,9 +32,9 @@ from harness.fixture import (
     writes_allowed,
 )
 from harness.paths import UnsafeName
-from harness.secrets import SecretLeak
 from harness.record import pins_root, record_fixture, write_recording
 from harness.replay import Finding, ReplayResult, replay_fixture
+from harness.secrets import SecretLeak
 from harness.shuffle import ShuffleResult, shuffle_fixture
 
 EXIT_OK, EXIT_DRIFT, EXIT_USAGE = 0, 1, 2
@@ -89,7 +90,10 @@ def _check_all(
 
 def _table(rows: list[list[str]], header: list[str]) -> str:
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
-    line = lambda row: "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip()  # noqa: E731
+
+    def line(row: list[str]) -> str:
+        return "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip()
+
     return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, rows)])
 
 
@@ -150,14 +154,15 @@ def _print_findings(result: ReplayResult, *, fmt: str) -> None:
 def cmd_demo(args: argparse.Namespace) -> int:
     fixtures = _fixtures(args.paths)
     out(f"harness demo: {len(fixtures)} shipped scenarios from {fixtures[0].folder.parent}")
+    out("replay on recorded answers, rebuild invariant at every dispatch,")
     out(
-        f"replay on recorded answers, rebuild invariant at every dispatch, {args.shuffle} registration"
+        f"{args.shuffle} registration orders each (identity, reversed, then seed {args.seed}), "
+        "header pins, drift report\n"
     )
-    out(f"orders each (identity, reversed, then seed {args.seed}), header pins, drift report\n")
     results = _check_all(fixtures, args.shuffle, args.seed)
     out(_table(_summary_rows(results), HEADERS))
     failed = [r for _, r, s in results if not _verdict(r, s)[0]]
-    for _, result, shuffle in results:
+    for _, result, _ in results:
         if result.expected_unstable and result.findings:
             first = result.findings[0]
             out(f"\nWhat the harness caught in {result.fixture.scenario.name} (expected):")
@@ -213,9 +218,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
         result = replay_fixture(fixture)
         ok, verdict = _verdict(result, None)
         failed += not ok
-        out(
-            f"{fixture.scenario.name}: {verdict} ({result.steps} steps, {len(result.findings)} findings)"
-        )
+        found = len(result.findings)
+        out(f"{fixture.scenario.name}: {verdict} ({result.steps} steps, {found} findings)")
         if not ok or args.verbose:
             _print_findings(result, fmt=args.format)
     return EXIT_DRIFT if failed else EXIT_OK
@@ -319,10 +323,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         out(f"  plugins: {', '.join(p.name for p in scenario.plugins) or '(none)'}")
         if fixture.log is not None:
             out(f"  recorded registration order: {', '.join(fixture.log.registration_order)}")
-            headers = [e for e in fixture.log.events if type(e).__name__ == "RecordedRequestHeader"]
-            out(
-                f"  {len(fixture.log.events)} events, headers: {', '.join(h.reason for h in headers) or '(none)'}"
-            )  # type: ignore[attr-defined]
+            reasons = [e.reason for e in fixture.log.events if isinstance(e, RecordedRequestHeader)]
+            out(f"  {len(fixture.log.events)} events, headers: {', '.join(reasons) or '(none)'}")
         if fixture.requests is not None:
             out(f"  {len(fixture.requests.requests)} requests")
         if scenario.pin is not None:
@@ -330,9 +332,8 @@ def cmd_show(args: argparse.Namespace) -> int:
 
             pin = load_pin(pins_root(fixture.folder), scenario.pin.name)
             if pin is not None:
-                out(
-                    f"  pin {scenario.pin.name}: tools {', '.join(t.name for t in pin.tools.initial)}"
-                )
+                names = ", ".join(t.name for t in pin.tools.initial)
+                out(f"  pin {scenario.pin.name}: tools {names}")
                 for hint in volatile_hints(pin.system):
                     out(f"  hint: {hint}")
     return EXIT_OK
@@ -344,7 +345,8 @@ def cmd_show(args: argparse.Namespace) -> int:
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(
         prog="harness",
-        description="Prove an LLM agent's request headers are byte-stable: record, replay, shuffle, diff.",
+        description="Prove an LLM agent's request headers are byte-stable: "
+        "record, replay, shuffle, diff.",
         epilog="exit codes: 0 ok, 1 drift found, 2 bad input or usage (the message names the file)",
     )
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -415,7 +417,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.command in ("record", "refresh") and not writes_allowed():
         print(
-            f"harness {args.command}: refusing to write under CI; run it locally and commit the result",
+            f"harness {args.command}: refusing to write under CI; "
+            "run it locally and commit the result",
             file=sys.stderr,
         )
         return EXIT_USAGE

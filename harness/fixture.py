@@ -174,7 +174,7 @@ class PinSpec(msgspec.Struct, frozen=True, omit_defaults=True, forbid_unknown_fi
     owner: bool = False
 
 
-class Scenario(Versioned, kw_only=True, tag="harness/scenario"):
+class Scenario(Versioned, frozen=True, kw_only=True, tag="harness/scenario"):
     """Everything needed to run a scenario from scratch."""
 
     name: str
@@ -201,7 +201,7 @@ class RecordedHeader(msgspec.Struct, frozen=True, omit_defaults=True, forbid_unk
     tools: tuple[ToolSchema, ...] | str | msgspec.UnsetType = msgspec.UNSET
 
 
-class RecordedRequestHeader(Event, tag="request/header"):
+class RecordedRequestHeader(Event, frozen=True, tag="request/header"):
     header: RecordedHeader
     reason: Literal["initial", "resume", "change"]
 
@@ -249,23 +249,23 @@ class RecordedRequest(
     session_id: str
 
 
-class LogFile(Versioned, kw_only=True, tag="harness/log"):
+class LogFile(Versioned, frozen=True, kw_only=True, tag="harness/log"):
     scenario: str
     registration_order: tuple[str, ...] = ()
     events: tuple[RecordedEvent, ...] = ()
 
 
-class RequestsFile(Versioned, kw_only=True, tag="harness/requests"):
+class RequestsFile(Versioned, frozen=True, kw_only=True, tag="harness/requests"):
     scenario: str
     requests: tuple[RecordedRequest, ...] = ()
 
 
-class AnswersFile(Versioned, kw_only=True, tag="harness/answers"):
+class AnswersFile(Versioned, frozen=True, kw_only=True, tag="harness/answers"):
     scenario: str
     answers: tuple[ScriptedReply, ...] = ()
 
 
-class ToolSchemasPin(Versioned, kw_only=True, tag="harness/tool-schemas"):
+class ToolSchemasPin(Versioned, frozen=True, kw_only=True, tag="harness/tool-schemas"):
     """`tool-schemas.expected.json`: the tools of the first header and of each expected change."""
 
     initial: tuple[ToolSchema, ...] = ()

@@ -97,7 +97,8 @@ def check_against_pin(
             PinMismatch(
                 -1,
                 "change",
-                f"the scenario declares {expected_changes} header change(s); replay logged {changes}",
+                f"the scenario declares {expected_changes} header change(s); "
+                f"replay logged {changes}",
                 None,
             )
         )

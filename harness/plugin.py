@@ -304,6 +304,7 @@ class _Controller:
         if report.when != "teardown":  # the teardown report carries every property of the test
             return
         settings = self.settings
+        value: Any
         for key, value in report.user_properties:
             if key == PROP_WRITE and settings.mode in WRITING_MODES and writes_allowed():
                 path = Path(value["path"])
@@ -489,16 +490,14 @@ class AgentHarness:
 
         data = {path.name: (path, raw) for path, raw in files if path.parent == folder}
 
-        def staged(name: str, kind: type[T]) -> T | None:
-            return decode(data[name][1], kind, data[name][0]) if name in data else None
-
-        fixture = Fixture(
-            str(folder),
-            scenario,
-            staged(LOG_FILE, LogFile),
-            staged(REQUESTS_FILE, RequestsFile),
-            staged(ANSWERS_FILE, AnswersFile),
+        log = decode(data[LOG_FILE][1], LogFile, data[LOG_FILE][0])
+        requests = decode(data[REQUESTS_FILE][1], RequestsFile, data[REQUESTS_FILE][0])
+        answers = (
+            decode(data[ANSWERS_FILE][1], AnswersFile, data[ANSWERS_FILE][0])
+            if ANSWERS_FILE in data
+            else None
         )
+        fixture = Fixture(str(folder), scenario, log, requests, answers)
         owns = scenario.pin is not None and scenario.pin.owner and run.headers
         return fixture, pin_from_headers(run.headers) if owns else None
 
@@ -538,8 +537,8 @@ class AgentHarness:
                 for f in failing
             )
             message = (
-                f"harness: scenario {fixture.scenario.name!r} drifted (seed {self.seed}; reproduce: "
-                f"{self.settings.reproduce(self.item.nodeid)})"
+                f"harness: scenario {fixture.scenario.name!r} drifted (seed {self.seed}; "
+                f"reproduce: {self.settings.reproduce(self.item.nodeid)})"
             )
             _queue_drift(self.item, failing[0].message, markdown, self.seed)
             pytest.fail(f"{message}\n\n{text}", pytrace=False)
@@ -720,7 +719,7 @@ def header_snapshot(request: pytest.FixtureRequest) -> Any:
 
 def _full_run(session: pytest.Session, settings: Settings) -> bool:
     options = session.config.option
-    if settings.deselected or getattr(options, "keyword", "") or getattr(options, "markexpr", ""):
+    if settings.deselected or options.keyword or options.markexpr:
         return False
     if (
         getattr(options, "lf", False)
@@ -769,7 +768,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     write = terminalreporter.write_line
     terminalreporter.section("header drift")
     write(
-        f"harness: mode {s.mode}, seed {s.seed} (from {s.seed_source}), {s.shuffle} orders per scenario"
+        f"harness: mode {s.mode}, seed {s.seed} (from {s.seed_source}), "
+        f"{s.shuffle} orders per scenario"
     )
     if s.drifts:
         write(f"{len(s.drifts)} test(s) found header drift:")

@@ -36,8 +36,8 @@ from harness.fixture import (
     write_files,
 )
 from harness.pins import pin_files, pin_from_headers
-from harness.secrets import SecretLeak, scan_secrets
 from harness.scenario import Run, run_sync
+from harness.secrets import SecretLeak, scan_secrets
 
 
 def _tokens(scenario: Scenario) -> bool:

@@ -108,7 +108,8 @@ def compare_recordings(fixture: Fixture, run: Run) -> list[Finding]:
             findings.append(
                 Finding(
                     "requests",
-                    f"the recording has {len(recorded)} requests; the replay dispatched {len(replayed)}",
+                    f"the recording has {len(recorded)} requests; "
+                    f"the replay dispatched {len(replayed)}",
                 )
             )
             break
@@ -153,7 +154,12 @@ def rebuild_findings(run: Run) -> list[Finding]:
 
 
 def pin_findings(
-    fixture: Fixture, run: Run, pins: Path | None, *, pin: Pin | None = None, missing_ok: bool = False
+    fixture: Fixture,
+    run: Run,
+    pins: Path | None,
+    *,
+    pin: Pin | None = None,
+    missing_ok: bool = False,
 ) -> list[Finding]:
     """Live headers against the class's pin (`pin` overrides the one on disk)."""
     spec = fixture.scenario.pin
@@ -164,7 +170,11 @@ def pin_findings(
     if pin is None:
         if missing_ok:
             return []
-        return [Finding("pin", f'header class "{spec.name}" has no pin under {root}; run harness refresh')]
+        return [
+            Finding(
+                "pin", f'header class "{spec.name}" has no pin under {root}; run harness refresh'
+            )
+        ]
     return [
         Finding("pin", mismatch.message, mismatch.report)
         for mismatch in check_against_pin(

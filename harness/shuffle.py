@@ -74,11 +74,11 @@ def _first_drift(
                 label_b="order B",
             )
     base_headers, other_headers = base.headers, other.headers
-    for (_, a), (_, b) in zip(base_headers, other_headers, strict=False):
-        if header_bytes(a) != header_bytes(b):
+    for (_, header_a), (_, header_b) in zip(base_headers, other_headers, strict=False):
+        if header_bytes(header_a) != header_bytes(header_b):
             return compare(
-                view_of_header(a),
-                view_of_header(b),
+                view_of_header(header_a),
+                view_of_header(header_b),
                 owners=owners,
                 reproduce=reproduce,
                 label_a="order A",

@@ -17,9 +17,7 @@ pytest_plugins = ["pytester"]
 
 XDIST = {"plain": [], "n0": ["-n", "0"], "n2": ["-n", "2"]}
 RANDOMLY = {"randomly": ["-p", "randomly"], "no-randomly": ["-p", "no:randomly"]}
-MATRIX = [
-    pytest.param(XDIST[x] + RANDOMLY[r], id=f"{x}-{r}") for x in XDIST for r in RANDOMLY
-]
+MATRIX = [pytest.param(XDIST[x] + RANDOMLY[r], id=f"{x}-{r}") for x in XDIST for r in RANDOMLY]
 
 RACY_AGENT = '''
 import asyncio
@@ -42,7 +40,8 @@ async def load(order):
 
     async def load_one(name):
         await asyncio.sleep(0)
-        registry.extend(ToolSchema(n, d, {"type": "object", "properties": {}}) for n, d in PLUGINS[name])
+        params = {"type": "object", "properties": {}}
+        registry.extend(ToolSchema(n, d, params) for n, d in PLUGINS[name])
 
     await asyncio.gather(*(load_one(name) for name in order))
     return registry
@@ -55,19 +54,22 @@ def build_request(order):
     return {
         "model": "claude-test",
         "max_tokens": 512,
-        "tools": [{"name": t.name, "description": t.description, "input_schema": t.parameters} for t in tools],
+        "tools": [
+            {"name": t.name, "description": t.description, "input_schema": t.parameters}
+            for t in tools
+        ],
         "system": "You are a coding agent.",
         "messages": [{"role": "user", "content": "hi"}],
     }
 '''
 
-RACY_TEST = '''
+RACY_TEST = """
 import agent
 
 
 def test_header_is_stable_under_registration_order(registration_shuffle):
     registration_shuffle.assert_stable(agent.build_request, list(agent.PLUGINS))
-'''
+"""
 
 
 def racy_project(pytester: pytest.Pytester, *, fixed: bool) -> None:
@@ -146,12 +148,15 @@ def test_rerunning_with_the_printed_seed_reproduces_the_failure(
     assert _orders(first.stdout.str())
 
 
-SCENARIO_TEST = '''
+SCENARIO_TEST = """
 from harness.fixture import PinSpec, PluginSpec, Scenario, ToolSpec
 from harness.agent import ScriptedReply
 
 PLUGINS = (
-    PluginSpec(name="files", tools=(ToolSpec("read_file", "Read a file."), ToolSpec("write_file", "Write a file."))),
+    PluginSpec(
+        name="files",
+        tools=(ToolSpec("read_file", "Read a file."), ToolSpec("write_file", "Write a file.")),
+    ),
     PluginSpec(name="shell", tools=(ToolSpec("bash", "Run a command."),)),
 )
 SCENARIO = Scenario(
@@ -168,7 +173,7 @@ SCENARIO = Scenario(
 def test_hello(agent_harness):
     outcome = agent_harness.check(SCENARIO)
     assert outcome.ok
-'''
+"""
 
 
 def scenario_project(pytester: pytest.Pytester) -> Path:
@@ -205,8 +210,11 @@ def test_record_then_check_under_ci_passes_and_writes_nothing(
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
     run(pytester, "--harness-mode=record", *flags).assert_outcomes(passed=1)
     recorded = files_of(root)
-    assert {"fixtures/hello/scenario.json", "fixtures/hello/log.json",
-            "snapshots/headers/default/tool-schemas.expected.json"} <= set(recorded)
+    assert {
+        "fixtures/hello/scenario.json",
+        "fixtures/hello/log.json",
+        "snapshots/headers/default/tool-schemas.expected.json",
+    } <= set(recorded)
     monkeypatch.setenv("CI", "true")
     result = run(pytester, *flags)
     result.assert_outcomes(passed=1)
@@ -230,12 +238,19 @@ def test_update_mode_rewrites_only_what_changed(
     unchanged.assert_outcomes(passed=1)
     assert files_of(root) == before  # bytes and mtimes: nothing rewritten
     test_file = pytester.path / "test_scenario.py"
-    test_file.write_text(test_file.read_text().replace('"bash", "<unlisted-tools>"', '"read_file", "<unlisted-tools>"'))
+    test_file.write_text(
+        test_file.read_text().replace(
+            '"bash", "<unlisted-tools>"', '"read_file", "<unlisted-tools>"'
+        )
+    )
     assert run(pytester, *flags).ret == pytest.ExitCode.TESTS_FAILED  # check mode: changed input
     run(pytester, "--harness-mode=update", *flags).assert_outcomes(passed=1)
     after = files_of(root)
     changed = {name for name in after if after[name] != before.get(name)}
-    assert changed == {"fixtures/hello/scenario.json", "snapshots/headers/default/tool-schemas.expected.json"}
+    assert changed == {
+        "fixtures/hello/scenario.json",
+        "snapshots/headers/default/tool-schemas.expected.json",
+    }
     tools = json.loads((root / "snapshots/headers/default/tool-schemas.expected.json").read_text())
     assert [t["name"] for t in tools["initial"]] == ["read_file", "bash", "write_file"]
     run(pytester, *flags).assert_outcomes(passed=1)
@@ -246,7 +261,7 @@ def test_moves_header_without_a_reason_is_an_error_and_uses_are_listed(
     pytester: pytest.Pytester, flags: list[str]
 ) -> None:
     pytester.makepyfile(
-        test_marks='''
+        test_marks="""
 import pytest
 
 @pytest.mark.moves_header
@@ -256,7 +271,7 @@ def test_no_reason():
 @pytest.mark.moves_header(reason="the persona changes on purpose in this release")
 def test_with_reason():
     pass
-'''
+"""
     )
     result = run(pytester, *flags)
     result.assert_outcomes(passed=1, errors=1)
@@ -270,7 +285,10 @@ def test_the_report_header_names_mode_and_seed(pytester: pytest.Pytester) -> Non
     pytester.makepyfile(test_nothing="def test_ok():\n    pass\n")
     result = run(pytester, "-p", "no:randomly", "--harness-seed=4242")
     result.assert_outcomes(passed=1)
-    assert "harness: mode check, 8 registration orders per scenario, seed 4242 (from --harness-seed)" in result.stdout.str()
+    assert (
+        "harness: mode check, 8 registration orders per scenario, seed 4242 (from --harness-seed)"
+        in result.stdout.str()
+    )
 
 
 def test_an_unknown_mode_in_ini_is_a_usage_error(pytester: pytest.Pytester) -> None:
@@ -283,7 +301,7 @@ def test_an_unknown_mode_in_ini_is_a_usage_error(pytester: pytest.Pytester) -> N
 
 def test_header_snapshot_stores_exact_bytes_and_reports_drift(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(
-        test_snap='''
+        test_snap="""
 import os
 from harness.agent import ToolSchema, LlmConfig, canonical_header
 
@@ -293,11 +311,13 @@ def test_header(header_snapshot):
     tools = [ToolSchema(n, n + " tool", {"type": "object"}) for n in ORDER]
     header = canonical_header(LlmConfig("p", "m"), "system text", tools)
     assert header == header_snapshot
-'''
+"""
     )
     run(pytester, "--snapshot-update").assert_outcomes(passed=1)
     (stored,) = (pytester.path / "__snapshots__").rglob("*.header.json")
-    assert stored.read_bytes().startswith(b'{"config":{"provider":"p","model":"m"},"system":"system text","tools":[{"name":"a"')
+    assert stored.read_bytes().startswith(
+        b'{"config":{"provider":"p","model":"m"},"system":"system text","tools":[{"name":"a"'
+    )
     run(pytester).assert_outcomes(passed=1)
     pytester_env = {"TOOLS": "b,a"}
     result = pytester.run(

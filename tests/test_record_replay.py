@@ -137,7 +137,7 @@ def test_refresh_after_an_intended_change_rewrites_only_the_pin_minimally(
         if line[:1] in "+-" and line[:3] not in ("+++", "---")
     ]
     tool_lines = _tool_line_count(new, "list_dir")
-    # list_dir moves up in the initial order and down in the reversed change: two moves, nothing else
+    # list_dir moves up in the initial order and down in the reversed change: two moves only
     assert 0 < len(diff) <= 4 * tool_lines + 4
     assert main(["check", "fixtures/multi-step", "--shuffle", "0"]) == 0
     assert "rewrote 1 file" in capsys.readouterr().out
