@@ -589,6 +589,7 @@ class RegistrationShuffle:
     ) -> StabilityResult[U]:
         from harness.stability import HeaderDrift, prove_stable
 
+        __tracebackhide__ = True
         try:
             return prove_stable(
                 build,
@@ -601,9 +602,7 @@ class RegistrationShuffle:
         except HeaderDrift as drift:
             markdown = drift.report.to_markdown() if drift.report is not None else str(drift)
             _queue_drift(self.item, str(drift).splitlines()[0], markdown, self.seed)
-            raise HeaderDrift(
-                f"{drift}\n\nreproduce: {self.settings.reproduce(self.item.nodeid)}", None
-            ) from None
+            raise
 
 
 @pytest.fixture
@@ -774,7 +773,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if s.drifts:
         write(f"{len(s.drifts)} test(s) found header drift:")
         for drift in s.drifts:
-            write(f"  {drift['nodeid']}: {drift['message']} (seed {drift['seed']})")
+            write(f"  {drift['nodeid']}: {drift['message']}")
     else:
         write("no header drift")
     if s.moves:

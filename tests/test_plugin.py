@@ -92,7 +92,7 @@ def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     return pytester.runpytest_inprocess(*args)
 
 
-REPRODUCE = re.compile(r"reproduce: (pytest \S+ .+)$", re.MULTILINE)
+REPRODUCE = re.compile(r"reproduce:\s+(pytest \S+ .+)$", re.MULTILINE)
 
 
 @pytest.mark.parametrize("flags", MATRIX)
