@@ -31,6 +31,7 @@ from __future__ import annotations
 import base64
 import importlib
 import itertools
+import re
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -941,7 +942,14 @@ def cassette_path_for(root: Path, nodeid: str) -> Path:
     return folder / f"{_safe(name)}.json"
 
 
+_HASHED = re.compile(r".+-[0-9a-f]{10}")
+
+
 def _safe(name: str) -> str:
+    # A safe name that looks like a hashed one goes through the hash too, so a folder literally
+    # named like another's hashed name cannot share its cassettes.
+    if _HASHED.fullmatch(name):
+        return file_name_for(name)
     try:
         return safe_component(name)
     except UnsafeName:

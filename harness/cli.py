@@ -29,6 +29,8 @@ from harness.fixture import (
     decode,
     find_fixtures,
     load_fixture,
+    read_checked,
+    with_position,
     writes_allowed,
 )
 from harness.paths import UnsafeName
@@ -255,14 +257,13 @@ def cmd_refresh(args: argparse.Namespace) -> int:
 
 
 def _load_json(path: Path) -> object:
-    try:
-        data = path.read_bytes()
-    except OSError as error:
-        raise FixtureError(path, f"cannot be read: {error.strerror}") from None
+    data = read_checked(path, missing_hint="check the path")
     try:
         return msgspec.json.decode(data)
     except msgspec.DecodeError as error:
-        raise FixtureError(path, f"is not valid JSON: {error}") from None
+        raise FixtureError(path, f"is not valid JSON: {with_position(data, str(error))}") from None
+    except RecursionError:
+        raise FixtureError(path, "nests too deeply to be read") from None
 
 
 def _diff_report(a: Path, b: Path) -> DriftReport:

@@ -588,7 +588,8 @@ def _coerce(value: Any) -> Any:
 
 def _key(key: Any) -> str:
     if isinstance(key, str):
-        return key
+        # a lone surrogate (from json.loads or os.fsdecode) cannot be encoded as UTF-8
+        return key.encode("utf-8", "backslashreplace").decode()
     plain = _coerce(key)
     return plain if isinstance(plain, str) else _enc(plain).decode()
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import stat
 import tempfile
 import warnings
 from pathlib import Path
@@ -67,7 +68,13 @@ class FixtureError(Exception):
         self.path = Path(path)
         self.problem = problem
         self.hint = hint
-        super().__init__(f"{path}: {problem}" + (f" ({hint})" if hint else ""))
+        text = f"{path}: {problem}" + (f" ({hint})" if hint else "")
+        # msgspec quotes field names and values raw: a newline in a file must not split the
+        # message (or forge a CI annotation line), so control characters are escaped.
+        super().__init__(_CONTROL.sub(lambda m: repr(m.group())[1:-1], text))
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]")
 
 
 class WriteRefused(Exception):
@@ -282,7 +289,7 @@ def encode(value: Any) -> bytes:
     return msgspec.json.format(_encoder.encode(value), indent=2) + b"\n"
 
 
-def _position(data: bytes, message: str) -> str:
+def with_position(data: bytes, message: str) -> str:
     """msgspec's message with the line and column of the byte offset it names."""
     match = re.search(r"byte (\d+)", message)
     if match is None and "truncated" not in message:
@@ -311,15 +318,19 @@ def decode(data: bytes, kind: type[T], path: Path | str) -> T:
         ) from None
     try:
         envelope = msgspec.json.decode(data, type=_Envelope)
+    except msgspec.ValidationError as error:  # a subclass of DecodeError: it must come first
+        raise FixtureError(path, f"is not a harness file: {error}") from None
     except msgspec.DecodeError as error:
         problem = (
-            "is empty" if not data.strip() else f"is not valid JSON: {_position(data, str(error))}"
+            "is empty"
+            if not data.strip()
+            else f"is not valid JSON: {with_position(data, str(error))}"
         )
         raise FixtureError(
             path, problem, "truncated or corrupt; restore it from git or re-record"
         ) from None
-    except msgspec.ValidationError:
-        raise FixtureError(path, "is not a harness file (not a JSON object)") from None
+    except RecursionError:
+        raise FixtureError(path, "nests too deeply to be a harness file") from None
     expected_kind = kind.__struct_config__.tag
     if envelope.kind is msgspec.UNSET or envelope.format is msgspec.UNSET:
         raise FixtureError(path, 'is not a harness file (no "format" and "kind" fields)')
@@ -333,8 +344,10 @@ def decode(data: bytes, kind: type[T], path: Path | str) -> T:
         )
     try:
         return msgspec.json.decode(data, type=kind)
-    except (msgspec.DecodeError, msgspec.ValidationError) as error:
+    except msgspec.DecodeError as error:
         raise FixtureError(path, f"does not match the {expected_kind} format: {error}") from None
+    except RecursionError:
+        raise FixtureError(path, "nests too deeply to be a harness file") from None
 
 
 class SecretWarning(UserWarning):
@@ -354,18 +367,23 @@ def warn_if_secret(path: Path | str, data: bytes) -> None:
         )
 
 
-def read(path: Path, kind: type[T]) -> T:
+def read_checked(path: Path, missing_hint: str = "record it first: harness record") -> bytes:
+    """A file's bytes, refused by size before it is read; every failure is a FixtureError."""
     try:
         size = path.stat().st_size
         if size > MAX_FILE_BYTES:
             raise FixtureError(path, f"is {size:,} bytes, over the {MAX_FILE_BYTES:,}-byte limit")
-        data = path.read_bytes()
+        return path.read_bytes()
     except FileNotFoundError:
-        raise FixtureError(path, "does not exist", "record it first: harness record") from None
+        raise FixtureError(path, "does not exist", missing_hint) from None
     except IsADirectoryError:
         raise FixtureError(path, "is a folder, not a file") from None
     except OSError as error:
         raise FixtureError(path, f"cannot be read: {error.strerror}") from None
+
+
+def read(path: Path, kind: type[T]) -> T:
+    data = read_checked(path)
     value = decode(data, kind, path)
     warn_if_secret(path, data)
     return value
@@ -404,8 +422,13 @@ def write_atomic(path: Path, data: bytes) -> bool:
     except FileNotFoundError:
         pass
     path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        mode = 0o666 & ~_umask()
     fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, mode)  # mkstemp makes 0600 files; a fixture keeps its (or the usual) mode
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
@@ -415,6 +438,12 @@ def write_atomic(path: Path, data: bytes) -> bool:
         Path(temp).unlink(missing_ok=True)
         raise
     return True
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
 
 
 def write(path: Path, value: Any) -> bool:

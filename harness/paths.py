@@ -41,7 +41,6 @@ def file_name_for(text: str, max_length: int = 80) -> str:
     slug = slug.replace("..", "_")
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:10]
     head = slug[: max_length - 11]
-    name = f"{head}-{digest}"
-    if name.split(".")[0].upper() in _WINDOWS_RESERVED:
-        name = f"_{name}"
-    return name
+    if head.split(".")[0].upper() in _WINDOWS_RESERVED:
+        head = "x" + head[: max_length - 12]
+    return f"{head}-{digest}"

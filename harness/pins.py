@@ -19,7 +19,16 @@ import msgspec
 from harness.agent.session import Header
 from harness.agent.tools import ToolSchema
 from harness.drift import DriftReport, compare, view_of_header
-from harness.fixture import FileContents, FixtureError, ToolSchemasPin, encode, read, write_files
+from harness.fixture import (
+    FileContents,
+    FixtureError,
+    ToolSchemasPin,
+    encode,
+    read,
+    read_checked,
+    warn_if_secret,
+    write_files,
+)
 from harness.paths import safe_component
 
 SYSTEM_PIN = "system-prompt.expected.md"
@@ -44,14 +53,14 @@ def load_pin(root: Path, name: str) -> Pin | None:
     system_path, tools_path = folder / SYSTEM_PIN, folder / TOOLS_PIN
     if not system_path.exists() and not tools_path.exists():
         return None
+    if not system_path.exists():
+        raise FixtureError(system_path, "is missing beside its tool pin", "run harness refresh")
+    data = read_checked(system_path)
     try:
-        system = system_path.read_bytes().decode("utf-8")
-    except FileNotFoundError:
-        raise FixtureError(
-            system_path, "is missing beside its tool pin", "run harness refresh"
-        ) from None
+        system = data.decode("utf-8")
     except UnicodeDecodeError as error:
         raise FixtureError(system_path, f"is not valid UTF-8 at byte {error.start}") from None
+    warn_if_secret(system_path, data)
     return Pin(system, read(tools_path, ToolSchemasPin))
 
 

@@ -49,6 +49,7 @@ from harness.fixture import (
     writes_allowed,
 )
 from harness.paths import UnsafeName, safe_component
+from harness.secrets import refuse_secrets
 
 if TYPE_CHECKING:  # the rest of the harness is imported when a fixture first needs it
     from harness.agent.context import LoadSchedule
@@ -428,6 +429,8 @@ class AgentHarness:
     def _resolve(self, scenario: Scenario | str | Path) -> tuple[Path, Scenario]:
         if isinstance(scenario, Scenario):
             try:
+                if scenario.pin is not None:
+                    safe_component(scenario.pin.name)
                 return self.folder_for(scenario), scenario
             except UnsafeName as error:
                 pytest.fail(f"harness: {error}", pytrace=False)
@@ -461,6 +464,7 @@ class AgentHarness:
 
         run = run_sync(scenario, ScriptedAdapter(scenario.script))
         files = [(folder / SCENARIO_FILE, encode(scenario)), *recording_files(folder, run)]
+        refuse_secrets(files[:1])  # recording_files scanned the rest
         _queue_write(self.item, files)
         return self._staged(folder, scenario, files, run)
 
@@ -477,6 +481,7 @@ class AgentHarness:
             (folder / SCENARIO_FILE, encode(fixture.scenario)),
             *recording_files(folder, run, answers=False),
         ]
+        refuse_secrets(files[:1])
         _queue_write(self.item, files)
         staged, pin = self._staged(folder, fixture.scenario, files, run)
         return msgspec.structs.replace(staged, answers=fixture.answers), pin
@@ -649,13 +654,16 @@ def header_capture(request: pytest.FixtureRequest, harness_upstream: Any) -> Ite
 
     settings = request.config.stash[SETTINGS]
     item = request.node
-    session = CaptureSession.for_test(
-        cassette_path_for(settings.fixtures / "cassettes", item.nodeid),
-        settings.mode,
-        writes_allowed=writes_allowed(),
-        upstream=harness_upstream,
-        record_hint="record it locally: pytest --harness-mode=update-new-only",
-    )
+    try:
+        session = CaptureSession.for_test(
+            cassette_path_for(settings.fixtures / "cassettes", item.nodeid),
+            settings.mode,
+            writes_allowed=writes_allowed(),
+            upstream=harness_upstream,
+            record_hint="record it locally: pytest --harness-mode=update-new-only",
+        )
+    except FixtureError as error:
+        pytest.fail(f"harness: {error}", pytrace=False)
     session.moves_header = moves_header_reason(item)
     item.user_properties.append((PROP_USED, str(session.cassette)))
     yield session

@@ -206,3 +206,11 @@ def scan_secrets(
         column = start - (text.rfind("\n", 0, start) + 1) + 1
         findings.append(SecretFinding(kind, line, column))
     return findings
+
+
+def refuse_secrets(files: Sequence[tuple[object, bytes]]) -> None:
+    """Raise SecretLeak for the first file whose bytes hold something key-shaped."""
+    for path, data in files:
+        findings = scan_secrets(data)
+        if findings:
+            raise SecretLeak(str(path), findings)

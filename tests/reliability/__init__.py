@@ -1,0 +1,1 @@
+"""Reliability and security suite (issue 7): bad input, atomic writes, names, secrets, fuzzing."""
