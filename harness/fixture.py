@@ -437,7 +437,22 @@ def write_atomic(path: Path, data: bytes) -> bool:
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
+    _fsync_folder(path.parent)
     return True
+
+
+def _fsync_folder(folder: Path) -> None:
+    """Make the rename itself durable (a power loss after it must not bring the old file back)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # some filesystems cannot sync a folder; the rename is still atomic
+    finally:
+        os.close(fd)
 
 
 def _umask() -> int:
