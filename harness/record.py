@@ -8,6 +8,7 @@ header class is pinned, each header's system text and tools become `{{system}}` 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import msgspec
@@ -79,8 +80,9 @@ def normalise_events(
 
 
 def normalise_requests(
-    requests: list[Request], session_id: str, pinned: bool
+    requests: Sequence[Request | RecordedRequest], session_id: str, pinned: bool
 ) -> tuple[RecordedRequest, ...]:
+    """Requests as the requests file stores them (a Recorder's `dispatched` come digested)."""
     normalised = [
         RecordedRequest(
             provider=r.provider,
@@ -89,7 +91,9 @@ def normalise_requests(
             temperature=r.temperature,
             system=SYSTEM_TOKEN if pinned and isinstance(r.system, str) else r.system,
             tools=TOOLS_TOKEN if pinned and isinstance(r.tools, tuple) else r.tools,
-            messages=MessagesDigest.of(r.messages),
+            messages=r.messages
+            if isinstance(r, RecordedRequest)
+            else MessagesDigest.of(r.messages),
             session_id=r.session_id,
         )
         for r in requests
@@ -112,22 +116,24 @@ def answer_of(reply: Reply | str | None) -> ScriptedReply:
     return ScriptedReply(text=text, tool_calls=calls, stop_reason=stop)
 
 
-def recording_of(run: Run) -> tuple[LogFile, RequestsFile, AnswersFile]:
-    scenario = run.scenario
-    pinned = _tokens(scenario)
-    recorder = run.recorder
-    return (
-        LogFile(
-            scenario=scenario.name,
-            registration_order=tuple(run.registration_order),
-            events=normalise_events(recorder.events, run.session_id, pinned),
-        ),
-        RequestsFile(
-            scenario=scenario.name,
-            requests=normalise_requests(recorder.requests, run.session_id, pinned),
-        ),
-        AnswersFile(scenario=scenario.name, answers=tuple(answer_of(r) for r in recorder.replies)),
+def log_of(run: Run) -> LogFile:
+    return LogFile(
+        scenario=run.scenario.name,
+        registration_order=tuple(run.registration_order),
+        events=normalise_events(run.recorder.events, run.session_id, _tokens(run.scenario)),
     )
+
+
+def requests_of(run: Run) -> RequestsFile:
+    return RequestsFile(
+        scenario=run.scenario.name,
+        requests=normalise_requests(run.recorder.dispatched, run.session_id, _tokens(run.scenario)),
+    )
+
+
+def recording_of(run: Run) -> tuple[LogFile, RequestsFile, AnswersFile]:
+    answers = tuple(answer_of(r) for r in run.recorder.replies)
+    return log_of(run), requests_of(run), AnswersFile(scenario=run.scenario.name, answers=answers)
 
 
 def pins_root(fixture_folder: Path) -> Path:
@@ -161,5 +167,6 @@ def write_recording(folder: Path, run: Run, *, answers: bool = True) -> list[Pat
 
 def record_fixture(fixture: Fixture) -> list[Path]:
     """Run the scenario against its stand-in live model (the scenario's script) and record it."""
-    run = run_sync(fixture.scenario, ScriptedAdapter(fixture.scenario.script))
+    adapter = ScriptedAdapter(fixture.scenario.script, keep_requests=False)
+    run = run_sync(fixture.scenario, adapter, keep_requests=False)
     return write_recording(fixture.folder, run)

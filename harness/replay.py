@@ -24,7 +24,7 @@ from harness.agent.llm import ScriptedAdapter
 from harness.drift import DriftReport, compare, compare_values, view_of_header
 from harness.fixture import Fixture, FixtureError
 from harness.pins import Pin, check_against_pin, load_pin
-from harness.record import pins_root, recording_of
+from harness.record import log_of, pins_root, requests_of
 from harness.scenario import Run, owners_of, run_sync
 
 FindingKind = Literal["error", "rebuild", "log", "requests", "pin", "answers", "shuffle"]
@@ -87,7 +87,7 @@ def compare_recordings(fixture: Fixture, run: Run) -> list[Finding]:
     """The re-derived log and requests against the recorded ones."""
     assert fixture.log is not None and fixture.requests is not None
     findings: list[Finding] = []
-    log, requests, _ = recording_of(run)
+    log, requests = log_of(run), requests_of(run)  # replay compares these two, not the answers
     if msgspec.json.encode(log.events) != msgspec.json.encode(fixture.log.events):
         report = compare_values(
             _builtins(fixture.log.events),
@@ -195,9 +195,11 @@ def replay_fixture(
     if not fixture.recorded:
         raise FixtureError(fixture.folder, "has no recording", "record it first: harness record")
     assert fixture.answers is not None
-    adapter = ScriptedAdapter(fixture.answers.answers)
+    # Neither keeps full requests: each holds the conversation so far (quadratic memory), and
+    # the comparison needs only their digests, which the recorder keeps.
+    adapter = ScriptedAdapter(fixture.answers.answers, keep_requests=False)
     try:
-        run = run_sync(fixture.scenario, adapter, schedule=schedule)
+        run = run_sync(fixture.scenario, adapter, schedule=schedule, keep_requests=False)
     except Exception as error:  # a scenario that cannot even boot is a finding, not a crash
         return ReplayResult(
             fixture, None, [Finding("error", f"the scenario failed to run: {error}")]
@@ -205,7 +207,7 @@ def replay_fixture(
     findings = rebuild_findings(run)
     findings += compare_recordings(fixture, run)
     findings += pin_findings(fixture, run, pins, pin=pin, missing_ok=missing_pin_ok)
-    unused = len(fixture.answers.answers) - len(adapter.requests)
+    unused = len(fixture.answers.answers) - adapter.calls
     if unused > 0:
         findings.append(Finding("answers", f"{unused} recorded answer(s) were never asked for"))
     return ReplayResult(fixture, run, findings)

@@ -10,6 +10,7 @@ listener with hidden state is caught the first time it behaves differently.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,13 +25,13 @@ from harness.agent.session import (
     AgentError,
     Header,
     LogEvent,
+    Message,
     RequestHeader,
     Session,
     StepEnd,
     StepStart,
     TurnEnd,
     canonical_header,
-    fold_header,
     header_equals,
 )
 from harness.agent.system_prompt import (
@@ -40,12 +41,14 @@ from harness.agent.system_prompt import (
     SystemPrompt,
     render_prompt,
 )
-from harness.agent.tools import ToolRuntime
+from harness.agent.tools import ToolRuntime, ToolSchema
 from harness.fixture import (
     AppendInLoadOrder,
     AppendTool,
     ListenerSpec,
+    MessagesDigest,
     PluginSpec,
+    RecordedRequest,
     ReverseToolsFromStep,
     RotatePerCall,
     Scenario,
@@ -72,7 +75,7 @@ class _LoadOrderTools:
 
 
 def _completed_steps(ctx: Context) -> int:
-    return sum(isinstance(event, StepEnd) for event in ctx.get(Session).log)
+    return ctx.get(Session).count(StepEnd)
 
 
 def _listener(ctx: Context, spec: ListenerSpec) -> Callable[[PromptAssembly, Next], Awaitable[Any]]:
@@ -127,7 +130,10 @@ class ScenarioPlugin:
         tools = ctx.get(ToolRuntime)
         prompt = ctx.get(SystemPrompt)
         if self.spec.provider:
-            schemas = [tool.schema() for tool in self.spec.tools]
+            # Assembly copies what it collects through JSON (ToolSchema.copy_of), so handing it
+            # the shared frozen copies changes no byte; they are made once per distinct tool, not
+            # at every boot and every assembly.
+            schemas = [ToolSchema.frozen_copy_of(tool.schema()) for tool in self.spec.tools]
             prompt.add_tool_provider(lambda: schemas)
             for tool in self.spec.tools:
                 tools.register_handler(tool.name, _handler(tool))
@@ -175,19 +181,82 @@ class RebuildMismatch:
     rebuilt: Header
 
 
+class MessagesDigester:
+    """`MessagesDigest.of(request.messages)` for a session's requests, in time proportional to
+    the messages that are new since the previous request.
+
+    A request built from the session's fold holds the very tuple `session.messages()` returns
+    (that identity is the proof of equality), whose committed prefix only grows at its end while
+    the fold lasts: the SHA-256 of its JSON array is carried forward message by message. Any other
+    request is digested from scratch.
+    """
+
+    def __init__(self) -> None:
+        self._fold: object = None
+        self._count = 0
+        self._hash = hashlib.sha256(b"[")
+
+    def digest(self, messages: tuple[Message, ...], session: Session | None) -> MessagesDigest:
+        if session is None or messages is not session.messages():
+            return MessagesDigest.of(messages)
+        fold = session.fold()
+        messages, committed = fold.parts()
+        if fold is not self._fold or committed < self._count:
+            self._fold, self._count, self._hash = fold, 0, hashlib.sha256(b"[")
+        for message in messages[self._count : committed]:
+            self._hash.update(b"," + _encode(message) if self._count else _encode(message))
+            self._count += 1
+        running = self._hash.copy()
+        for position, message in enumerate(messages[committed:], start=committed):
+            running.update(b"," + _encode(message) if position else _encode(message))
+        running.update(b"]")
+        return MessagesDigest(len(messages), running.hexdigest())
+
+
+_encode = msgspec.json.Encoder().encode
+
+
+def dispatched_record(request: Request, digest: MessagesDigest) -> RecordedRequest:
+    """A dispatched request as the requests file keeps it: messages as count + SHA-256."""
+    return RecordedRequest(
+        provider=request.provider,
+        model=request.model,
+        max_tokens=request.max_tokens,
+        temperature=request.temperature,
+        system=request.system,
+        tools=request.tools,
+        messages=digest,
+        session_id=request.session_id,
+    )
+
+
 @dataclass
 class Recorder:
     """Captures what the runtime announces: log events, dispatched requests, the model's replies.
 
     A dispatch that got no reply (the adapter raised) is answered by the error the turn ended
     with, so a recording can replay failures too.
+
+    Every dispatched request is kept in `dispatched` as the requests file stores it (messages as
+    count + SHA-256). The full requests are kept too unless `keep_requests` is False: each holds
+    the whole conversation so far, so a long session's full requests take memory quadratic in
+    its length. `requests` is the full requests when kept, else `dispatched`.
     """
 
     events: list[LogEvent] = field(default_factory=list)
-    requests: list[Request] = field(default_factory=list)
+    full_requests: list[Request] = field(default_factory=list)
+    dispatched: list[RecordedRequest] = field(default_factory=list)
     replies: list[Reply | str | None] = field(default_factory=list)
+    keep_requests: bool = True
+    _session: Session | None = field(default=None, repr=False)
+    _digester: MessagesDigester = field(default_factory=MessagesDigester, repr=False)
+
+    @property
+    def requests(self) -> list[Request] | list[RecordedRequest]:
+        return self.full_requests if self.keep_requests else self.dispatched
 
     def attach(self, ctx: Context) -> None:
+        self._session = ctx.get(Session) if ctx.has(Session) else None
         ctx.on(SESSION_EVENT, self._on_event)
         ctx.on("llm/dispatch", self._on_dispatch)
         ctx.on("llm/reply", self._on_reply)
@@ -198,7 +267,10 @@ class Recorder:
             self.replies[-1] = event.message
 
     def _on_dispatch(self, request: Request) -> None:
-        self.requests.append(request)
+        digest = self._digester.digest(request.messages, self._session)
+        self.dispatched.append(dispatched_record(request, digest))
+        if self.keep_requests:
+            self.full_requests.append(request)
         self.replies.append(None)
 
     def _on_reply(self, reply: Reply, request: Request) -> None:
@@ -231,14 +303,15 @@ def _rebuild_listener(
     async def rebuild(request: Request, next_: Callable[[], Awaitable[Request]]) -> Request:
         result = await next_()
         session = ctx.get(Session)
-        assembly = await ctx.get(SystemPrompt).assemble()
+        # Every listener runs again (read_only only lets an assembly no listener sees share
+        # frozen tool copies); a listener with hidden state assembles other tools here.
+        assembly = await ctx.get(SystemPrompt).assemble(read_only=True)
         rebuilt = canonical_header(
             ctx.get(LlmRuntime).config, render_prompt(assembly), assembly.tools
         )
-        logged = fold_header(session.log)
+        logged = session.header()
         if logged is not None and not header_equals(logged, rebuilt):
-            step = sum(isinstance(e, StepStart) for e in session.log)
-            mismatches.append(RebuildMismatch(step, logged, rebuilt))
+            mismatches.append(RebuildMismatch(session.count(StepStart), logged, rebuilt))
         return result
 
     return rebuild
@@ -252,16 +325,18 @@ async def run_scenario(
     plugin_order: Sequence[str] | None = None,
     rebuild: bool = True,
     session_id: str | None = None,
+    keep_requests: bool = True,
 ) -> Run:
     """Run every loop of the scenario; each loop boots afresh over the log so far (a resume).
 
     `session_id` fixes the session's id (default: a fresh uuid, which normalisation hides).
+    `keep_requests=False` keeps dispatched requests as digests only (see `Recorder`).
     """
     plugins = [ScenarioPlugin(spec) for spec in scenario.plugins]
     if plugin_order is not None:
         by_name = {plugin.name: plugin for plugin in plugins}
         plugins = [by_name[name] for name in plugin_order]
-    recorder = Recorder()
+    recorder = Recorder(keep_requests=keep_requests)
     mismatches: list[RebuildMismatch] = []
     orders: list[list[str]] = []
     ends: list[TurnEnd] = []
@@ -290,4 +365,13 @@ async def run_scenario(
 
 def run_sync(scenario: Scenario, adapter: Adapter, **options: Any) -> Run:
     """`run_scenario` from synchronous code (the CLI, the pytest plugin)."""
-    return asyncio.run(run_scenario(scenario, adapter, **options))
+    runs: list[Run] = []
+
+    async def main() -> None:
+        runs.append(await run_scenario(scenario, adapter, **options))
+
+    # The run is handed out through `runs`, not as the task's result: when asyncio.run restores
+    # the SIGINT handler it formats the handler, which holds the finished task, whose repr holds
+    # its result; a long run's repr (every event) costs seconds.
+    asyncio.run(main())
+    return runs[0]

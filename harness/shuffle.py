@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import msgspec
 
 from harness.agent.context import LoadSchedule
-from harness.agent.llm import ScriptedAdapter, ScriptedReply
-from harness.agent.session import header_bytes
+from harness.agent.llm import Request, ScriptedAdapter, ScriptedReply
+from harness.agent.session import header_bytes, header_equals
 from harness.drift import (
     DriftReport,
     Reproduce,
@@ -53,16 +53,47 @@ class ShuffleResult:
         return self.report is None and not self.message
 
 
-def _fingerprint(run: Run) -> tuple[list[bytes], list[bytes]]:
-    headers = [header_bytes(h) for _, h in run.headers]
-    requests = [msgspec.json.encode(r) for r in run.recorder.requests]
-    return headers, requests
+def _same_bytes(base: Run, other: Run) -> bool:
+    """Whether both runs logged the same header bytes and dispatched the same request bytes.
+
+    Runs of one scenario share most of their parts (the rendered system text, the shared frozen
+    tool copies, often the very header), so requests are compared field by field, a field's
+    encoding only when the two fields are not the same object; any difference found that way is
+    confirmed on the whole encodings, so the answer is exactly "the bytes are equal".
+    """
+    base_headers, other_headers = base.headers, other.headers
+    if len(base_headers) != len(other_headers):
+        return False
+    if not all(
+        header_equals(a, b) for (_, a), (_, b) in zip(base_headers, other_headers, strict=True)
+    ):
+        return False
+    base_requests, other_requests = base.recorder.full_requests, other.recorder.full_requests
+    if len(base_requests) != len(other_requests):
+        return False
+    return all(_same_request(a, b) for a, b in zip(base_requests, other_requests, strict=True))
+
+
+def _same_request(a: Request, b: Request) -> bool:
+    if a is b:
+        return True
+    fields = zip(msgspec.structs.astuple(a), msgspec.structs.astuple(b), strict=True)
+    if all(x is y or (_present(x) and _present(y) and _encode(x) == _encode(y)) for x, y in fields):
+        return True  # every field encodes the same, so the whole request does
+    return _encode(a) == _encode(b)
+
+
+def _present(value: object) -> bool:
+    return value is not msgspec.UNSET
+
+
+_encode = msgspec.json.Encoder().encode
 
 
 def _first_drift(
     base: Run, other: Run, reproduce: Reproduce, owners: dict[str, str | None]
 ) -> DriftReport | None:
-    base_requests, other_requests = base.recorder.requests, other.recorder.requests
+    base_requests, other_requests = base.recorder.full_requests, other.recorder.full_requests
     for a, b in zip(base_requests, other_requests, strict=False):
         if msgspec.json.encode(a) != msgspec.json.encode(b):
             return compare(
@@ -119,7 +150,7 @@ def shuffle_scenario(
         if base is None:
             base = run
             continue
-        if _fingerprint(run) == _fingerprint(base):
+        if _same_bytes(base, run):
             continue
         reproduce = Reproduce(
             seed=seed,

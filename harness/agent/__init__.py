@@ -1,4 +1,4 @@
-"""The reference agent runtime (SPEC part A): the system whose request headers the harness proves stable.
+"""The reference agent runtime (SPEC part A): the system whose headers the harness proves stable.
 
 It never imports the rest of `harness`: the harness reaches it only through its public events
 (`session/event`, `llm/dispatch`, `llm/reply`, `system-prompt/assemble`) and the requests it

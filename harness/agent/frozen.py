@@ -4,10 +4,21 @@ A frozen msgspec Struct cannot have its fields reassigned, but a dict inside it 
 schema, a tool call's arguments) still can be changed in place. `deep_freeze` turns every dict into
 a `FrozenDict` and every list into a tuple, so a request is immutable at any depth. `FrozenDict`
 subclasses dict so msgspec encodes it exactly like the dict it was, key order included.
+
+Checking deep immutability walks the whole value, and a request holds the whole conversation and
+every tool schema, so walking it at every step makes a long session quadratic. A value that was
+checked once cannot have changed since (that is what deep-frozen means), so the outcome is
+remembered by identity: `_Known` answers "already verified" in O(1) for the same object. Only
+values that passed `is_deep_frozen` (or were built from verified parts by `extend_frozen`) are
+remembered; `deep_freeze` and `is_deep_frozen` give exactly the results they gave before, faster.
 """
 
 from __future__ import annotations
 
+import operator
+import weakref
+from collections import OrderedDict
+from collections.abc import Iterable
 from typing import Any, NoReturn, TypeVar
 
 import msgspec
@@ -27,7 +38,7 @@ class FrozenDict(dict[str, Any]):
 
     __setitem__ = _refuse
     __delitem__ = _refuse
-    __ior__ = _refuse  # type: ignore[assignment]
+    __ior__ = _refuse
     clear = _refuse
     pop = _refuse
     popitem = _refuse
@@ -47,42 +58,194 @@ class FrozenDict(dict[str, Any]):
         return self
 
 
+class WeakIdentitySet:
+    """Objects held weakly and tested by identity (hashing a frozen value walks all of it).
+
+    An entry leaves when its object dies, before its id can be reused, so `id` plus an identity
+    check is sound. Objects that allow no weak reference are never members.
+    """
+
+    def __init__(self) -> None:
+        self._refs: dict[int, weakref.ref[Any]] = {}
+
+    def __contains__(self, value: object) -> bool:
+        ref = self._refs.get(id(value))
+        return ref is not None and ref() is value
+
+    def __len__(self) -> int:
+        return len(self._refs)
+
+    def add(self, value: object) -> None:
+        key = id(value)
+        refs = self._refs
+
+        def forget(ref: weakref.ref[Any]) -> None:
+            if refs.get(key) is ref:
+                del refs[key]
+
+        refs[key] = weakref.ref(value, forget)
+
+
+class _Known:
+    """Values verified deep-frozen, by identity.
+
+    Structs that allow weak references are held weakly (a request holds the whole conversation;
+    keeping every checked request alive would keep every conversation prefix alive). Tuples cannot
+    be weakly referenced, so only large ones are remembered, strongly, in a small LRU: the few
+    conversation and tool tuples of the steps in flight. Holding a reference keeps an id from
+    being reused, so `get(id) is value` is a sound identity test.
+    """
+
+    TUPLE_MIN = 16  # shorter tuples are cheaper to walk than to remember
+    TUPLE_SLOTS = 32
+
+    def __init__(self) -> None:
+        self.tuples: OrderedDict[int, tuple[Any, ...]] = OrderedDict()
+        self.structs = WeakIdentitySet()
+        self.weakrefable: dict[type, bool] = {}
+
+    def __contains__(self, value: Any) -> bool:
+        if type(value) is tuple:
+            key = id(value)
+            if self.tuples.get(key) is not value:
+                return False
+            self.tuples.move_to_end(key)  # least recently used goes first, not the header's tools
+            return True
+        return value in self.structs
+
+    def add(self, value: Any) -> None:
+        """Remember `value`, verified deep-frozen (only large tuples and weakref-able values)."""
+        if type(value) is tuple:
+            if len(value) >= self.TUPLE_MIN:
+                self.tuples[id(value)] = value
+                if len(self.tuples) > self.TUPLE_SLOTS:
+                    self.tuples.popitem(last=False)
+            return
+        kind = type(value)
+        allowed = self.weakrefable.get(kind)
+        if allowed is None:
+            allowed = self.weakrefable[kind] = _allows_weakref(value)
+        if allowed:
+            self.structs.add(value)
+
+
+def _allows_weakref(value: Any) -> bool:
+    try:
+        weakref.ref(value)
+    except TypeError:
+        return False
+    return True
+
+
+_known = _Known()
+
+
 def deep_freeze(value: T) -> T:
     """A copy of `value` in which no dict, list or Struct can be changed in place."""
     return _freeze(value)  # type: ignore[no-any-return]
 
 
+# What each type is to the two walks, decided once per type (`isinstance` chains on every node
+# dominate a walk). The order of the tests is the order of the isinstance checks they replace.
+_ATOM, _FROZEN_DICT, _DICT, _LIST, _TUPLE, _MUTABLE, _STRUCT, _FROZEN_STRUCT, _OTHER = range(1, 10)
+_REMEMBERED = 10  # a frozen Struct type whose instances can be remembered (weakly)
+_AS_IS = frozenset({_ATOM, _FROZEN_DICT, _MUTABLE, _OTHER})  # what _freeze returns unchanged
+_NEVER_FROZEN = frozenset({_DICT, _LIST, _MUTABLE, _STRUCT})  # is_deep_frozen is False at once
+_kinds: dict[type, int] = {}
+
+
+def _kind(kind: type) -> int:
+    found = _kinds.get(kind)
+    if found is None:
+        if kind in (str, int, float, bool, type(None), bytes, type(msgspec.UNSET)):
+            found = _ATOM  # exact types: immutable leaves that hold nothing
+        elif issubclass(kind, FrozenDict):
+            found = _FROZEN_DICT
+        elif issubclass(kind, dict):
+            found = _DICT
+        elif issubclass(kind, list):
+            found = _LIST
+        elif issubclass(kind, tuple):
+            found = _TUPLE
+        elif issubclass(kind, set | bytearray):
+            found = _MUTABLE
+        elif issubclass(kind, msgspec.Struct):
+            config = kind.__struct_config__
+            found = (
+                (_REMEMBERED if config.weakref else _FROZEN_STRUCT) if config.frozen else _STRUCT
+            )
+        else:
+            found = _OTHER
+        _kinds[kind] = found
+    return found
+
+
+_fields_of = msgspec.structs.astuple
+
+
 def _freeze(value: Any) -> Any:
-    if isinstance(value, FrozenDict):
-        return value
-    if isinstance(value, dict):
+    kind = _kinds.get(type(value)) or _kind(type(value))
+    if kind in _AS_IS:
+        return value  # leaves, frozen mappings, sets and other objects: as they were
+    if kind == _DICT:
         return FrozenDict({key: _freeze(item) for key, item in value.items()})
-    if isinstance(value, list | tuple):
-        items = tuple(_freeze(item) for item in value)
-        if isinstance(value, tuple) and all(a is b for a, b in zip(items, value, strict=True)):
+    if kind in (_LIST, _TUPLE):
+        if type(value) is tuple and len(value) >= _Known.TUPLE_MIN and value in _known:
+            return value
+        items = tuple([_freeze(item) for item in value])
+        if kind == _TUPLE and all(map(operator.is_, items, value)):
             return value
         return items
-    if isinstance(value, msgspec.Struct):
-        changes = {}
-        for field in value.__struct_fields__:
-            current = getattr(value, field)
-            frozen = _freeze(current)
-            if frozen is not current:
-                changes[field] = frozen
-        if not value.__struct_config__.frozen:
-            raise FrozenError(f"{type(value).__name__} is not a frozen Struct")
-        return msgspec.structs.replace(value, **changes) if changes else value
-    return value
+    if kind == _REMEMBERED and value in _known.structs:
+        return value
+    changes = None
+    for field, current in zip(value.__struct_fields__, _fields_of(value), strict=True):
+        frozen = _freeze(current)
+        if frozen is not current:
+            if changes is None:
+                changes = {}
+            changes[field] = frozen
+    if kind == _STRUCT:
+        raise FrozenError(f"{type(value).__name__} is not a frozen Struct")
+    return msgspec.structs.replace(value, **changes) if changes else value
 
 
 def is_deep_frozen(value: Any) -> bool:
-    if isinstance(value, FrozenDict | tuple):
-        items = value.values() if isinstance(value, dict) else value
-        return all(is_deep_frozen(item) for item in items)
-    if isinstance(value, dict | list | set | bytearray):
+    kind = _kinds.get(type(value)) or _kind(type(value))
+    if kind in (_ATOM, _OTHER):
+        return True
+    if kind in _NEVER_FROZEN:
         return False
-    if isinstance(value, msgspec.Struct):
-        return value.__struct_config__.frozen and all(
-            is_deep_frozen(getattr(value, field)) for field in value.__struct_fields__
-        )
+    remembered = kind == _REMEMBERED or (
+        kind == _TUPLE and type(value) is tuple and len(value) >= _Known.TUPLE_MIN
+    )
+    if remembered and value in _known:
+        return True
+    for item in (
+        value.values() if kind == _FROZEN_DICT else (value if kind == _TUPLE else _fields_of(value))
+    ):
+        if not is_deep_frozen(item):
+            return False
+    if remembered:
+        _known.add(value)
     return True
+
+
+def is_known_frozen(value: Any) -> bool:
+    """Whether `value` is already known to be deep-frozen (no walk: False means "not known")."""
+    return value in _known
+
+
+def extend_frozen(prefix: tuple[T, ...], items: Iterable[T]) -> tuple[T, ...]:
+    """`prefix + tuple(items)`, deep-frozen, checked in time proportional to `items` alone.
+
+    A conversation grows at its end; when `prefix` was verified before (it came from here, or
+    passed `is_deep_frozen`), only the new items need walking, and the result is remembered as
+    verified too.
+    """
+    new = tuple([_freeze(item) for item in items])
+    result: tuple[T, ...] = _freeze(prefix) + new
+    # is_deep_frozen(prefix) is O(1) when it is known; otherwise it walks once and remembers.
+    if result not in _known and all(map(is_deep_frozen, new)) and is_deep_frozen(prefix):
+        _known.add(result)
+    return result

@@ -33,7 +33,7 @@ REPLY_EVENT = "llm/reply"
 StopReason = Literal["end_turn", "tool_use", "max_tokens"]
 
 
-class Request(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+class Request(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, weakref=True):
     """One model request, deep-frozen: mutating it at any depth raises."""
 
     provider: str
@@ -177,15 +177,24 @@ class ScriptedReply(msgspec.Struct, frozen=True, omit_defaults=True, forbid_unkn
 
 
 class ScriptedAdapter:
-    """Answers from a list of recorded replies, in order, and keeps every request it received."""
+    """Answers from a list of recorded replies, in order, and keeps every request it received.
 
-    def __init__(self, replies: Sequence[ScriptedReply]) -> None:
+    `keep_requests=False` keeps only their number (`calls`): each request holds the whole
+    conversation so far, so keeping all of a long session's requests takes memory quadratic in
+    its length.
+    """
+
+    def __init__(self, replies: Sequence[ScriptedReply], *, keep_requests: bool = True) -> None:
         self.replies = list(replies)
         self.requests: list[Request] = []
+        self.keep_requests = keep_requests
+        self.calls = 0
 
     async def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
-        self.requests.append(request)
-        index = len(self.requests) - 1
+        if self.keep_requests:
+            self.requests.append(request)
+        index = self.calls
+        self.calls += 1
         if index >= len(self.replies):
             raise AdapterError(
                 f"the script has {len(self.replies)} replies; request {index + 1} has none left"

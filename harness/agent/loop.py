@@ -36,9 +36,6 @@ from harness.agent.session import (
     TurnStart,
     UserMessage,
     canonical_header,
-    derive_messages,
-    fold_header,
-    has_header,
     header_equals,
 )
 from harness.agent.system_prompt import SystemPrompt, render_prompt
@@ -52,17 +49,26 @@ class InvariantError(RuntimeError):
 
 
 def check_rebuild_invariant(request: Request, session: Session) -> None:
-    """The request must be exactly what the log folds to, and be immutable."""
+    """The request must be exactly what the log folds to, and be immutable.
+
+    The log is read through the session's incremental fold (equal to `fold_header` and
+    `derive_messages` of the log, see `LogFold`). A request built from that fold holds the very
+    messages tuple the fold returns, and an object is equal to itself: only a request whose
+    messages came from elsewhere has its messages compared byte by byte.
+    """
     if not is_deep_frozen(request):
         raise InvariantError("rebuild invariant: the request is not deep-frozen")
     if not session.live or request.session_id != session.id:
         raise InvariantError(f"rebuild invariant: session {request.session_id!r} is not live")
-    if not any(isinstance(event, StepStart) for event in session.log):
+    if not session.count(StepStart):
         raise InvariantError("rebuild invariant: the log holds no step/start")
-    folded = fold_header(session.log)
+    folded = session.header()
     if folded is None:
         raise InvariantError("rebuild invariant: the log holds no request/header")
-    if msgspec.json.encode(request.messages) != msgspec.json.encode(derive_messages(session.log)):
+    derived = session.messages()
+    if request.messages is not derived and msgspec.json.encode(
+        request.messages
+    ) != msgspec.json.encode(derived):
         raise InvariantError("rebuild invariant: the request's messages differ from the log's")
     rebuilt = request.header()
     if not header_equals(rebuilt, folded):
@@ -102,25 +108,26 @@ class AgentLoop:
             raise RuntimeError("a turn is already running")
         self.state = "running"
         self._abort = False
-        log = self.session.log
         open_step: int | None = None
         try:
-            self.session.append(TurnStart(turn=sum(isinstance(e, TurnStart) for e in log) + 1))
+            self.session.append(TurnStart(turn=self.session.count(TurnStart) + 1))
             reason: TurnEndReason = "completed"
             pending_user: str | None = text
             for _ in range(self.max_steps):
                 if self._abort:
                     reason = "aborted"
                     break
-                assembly = await self.prompt.assemble()
-                open_step = sum(isinstance(e, StepStart) for e in log) + 1
+                # read_only: the loop only reads the assembly, so when no listener sees it either
+                # its tools may be shared frozen copies rather than fresh mutable ones.
+                assembly = await self.prompt.assemble(read_only=True)
+                open_step = self.session.count(StepStart) + 1
                 self.session.append(StepStart(step=open_step))
                 if pending_user is not None:
                     self.session.append(UserMessage(text=pending_user))
                     pending_user = None
                 header = canonical_header(self.llm.config, render_prompt(assembly), assembly.tools)
                 self._log_header_if_owed(header)
-                request = Request.build(header, derive_messages(log), self.session.id)
+                request = Request.build(header, self.session.messages(), self.session.id)
                 request = await self.llm.prepare(request)
                 check_rebuild_invariant(request, self.session)
                 reply = await self.llm.dispatch(request)
@@ -160,8 +167,8 @@ class AgentLoop:
     def _log_header_if_owed(self, header: Header) -> None:
         reason: HeaderReason | None
         if not self._logged_header:
-            reason = "resume" if has_header(self.session.log) else "initial"
-        elif not header_equals(header, fold_header(self.session.log)):
+            reason = "resume" if self.session.count(RequestHeader) else "initial"
+        elif not header_equals(header, self.session.header()):
             reason = "change"
         else:
             reason = None

@@ -10,22 +10,22 @@ may still add, remove or reorder tools and own the determinism of what they do.
 from __future__ import annotations
 
 import inspect
+import operator
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple, cast
 
 import msgspec
 
 from harness.agent.context import Context
+from harness.agent.frozen import is_known_frozen
 from harness.agent.tools import ToolSchema
 
 TOOL_ORDER_REST = "<unlisted-tools>"
 ASSEMBLE_EVENT = "system-prompt/assemble"
 
-ToolProvider = Callable[
-    [],
-    "Iterable[ToolSchema | Mapping[str, Any]] | Awaitable[Iterable[ToolSchema | Mapping[str, Any]]]",
-]
+ProvidedTools = Iterable[ToolSchema | Mapping[str, Any]]
+ToolProvider = Callable[[], ProvidedTools | Awaitable[ProvidedTools]]
 
 
 class ToolOrderError(ValueError):
@@ -74,6 +74,9 @@ class PromptAssembly(msgspec.Struct):
     variables: dict[str, str | None]
 
 
+_name = operator.attrgetter("name")
+
+
 def _code_units(name: str) -> bytes:
     # JavaScript compares strings by UTF-16 code units; Python by code points. They disagree for
     # astral characters against U+E000..U+FFFF, and the order we port is the JavaScript one.
@@ -82,7 +85,19 @@ def _code_units(name: str) -> bytes:
 
 def code_unit_sorted(tools: Iterable[ToolSchema]) -> list[ToolSchema]:
     """Stable sort by name in UTF-16 code-unit order (locale-independent)."""
+    tools = list(tools)
+    names = list(map(_name, tools))
+    if all(type(name) is str for name in names) and not _ASTRAL.search("".join(names)):
+        # Without astral characters every character is one UTF-16 code unit of its own value,
+        # so code-point order (Python's) is code-unit order: no need to encode every name.
+        return sorted(tools, key=_name)
     return sorted(tools, key=lambda tool: _code_units(tool.name))
+
+
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+# (names in collection order, tool order) -> the positions order_tools puts them in. It depends
+# on nothing else, and every step (and every boot of the same agent) collects the same names.
+_orders: dict[Any, tuple[int, ...]] = {}
 
 
 def validate_tool_order(order: Sequence[str]) -> tuple[str, ...]:
@@ -122,9 +137,8 @@ def order_tools(
     when checking the list (default: the names of `tools`).
     """
     reject_reserved_names(tools)
-    if tool_order is None or tool_order is msgspec.UNSET:
+    if tool_order is None or isinstance(tool_order, msgspec.UnsetType):
         return code_unit_sorted(tools)
-    assert not isinstance(tool_order, msgspec.UnsetType)
     order = validate_tool_order(tool_order)
     known = {tool.name for tool in tools} if known_names is None else set(known_names)
     unregistered = [name for name in order if name != TOOL_ORDER_REST and name not in known]
@@ -173,12 +187,36 @@ def interpolate(text: str, variables: Mapping[str, str | None], where: str = "te
 
 
 def render_prompt(assembly: PromptAssembly) -> str:
-    """The system text: each section interpolated, non-empty ones joined by a blank line."""
+    """The system text: each section interpolated, non-empty ones joined by a blank line.
+
+    A pure function of the sections' names and texts and the variables, so a successful render
+    is remembered: every step renders the same (often large) prompt, and returning the same
+    string object lets later comparisons of the system text stop at identity.
+    """
+    try:
+        key: Any = (
+            tuple((section.name, section.text) for section in assembly.sections),
+            tuple(assembly.variables.items()),
+        )
+        rendered = _rendered.get(key)
+    except (TypeError, AttributeError):  # unhashable or odd parts: render (and fail) as before
+        key, rendered = None, None
+    if rendered is not None:
+        return rendered
     parts = [
         interpolate(section.text, assembly.variables, f'section "{section.name}"')
         for section in assembly.sections
     ]
-    return "\n\n".join(part for part in parts if part.strip())
+    rendered = "\n\n".join(part for part in parts if part.strip())
+    if key is not None:
+        if len(_rendered) >= _RENDERED_SLOTS:
+            _rendered.clear()
+        _rendered[key] = rendered
+    return rendered
+
+
+_RENDERED_SLOTS = 64
+_rendered: dict[Any, str] = {}
 
 
 HARNESS_IDENTITY = (
@@ -197,7 +235,10 @@ def check_assembly(assembly: PromptAssembly) -> None:
         if section.name in names:
             raise PromptAssemblyError(f'two system prompt sections are named "{section.name}"')
         names.add(section.name)
-    for tool in assembly.tools:
+    tools = assembly.tools
+    if set(map(type, tools)) <= {ToolSchema} and all(map(_name, tools)):
+        return  # the common case, checked without a Python-level loop
+    for tool in tools:
         if not isinstance(tool, ToolSchema) or not tool.name:
             raise PromptAssemblyError(f"the assembly holds a tool without a name: {tool!r}")
 
@@ -220,6 +261,10 @@ class SystemPrompt:
         if self.config.include_runtime_context:
             self.add_section(Section("runtime-context", RUNTIME_CONTEXT, order=1000))
         ctx.on(ASSEMBLE_EVENT, self._invariant_listener, prepend=True)
+        # provider id -> what it provided last and the shared copies made of it (_shared_copies)
+        self._provided: dict[int, _Provided] = {}
+        # the tool order, the tools last put in that order, and their order (_in_order)
+        self._last_order: tuple[Any, tuple[ToolSchema, ...], list[ToolSchema]] = (None, (), [])
 
     @staticmethod
     async def _invariant_listener(
@@ -244,22 +289,137 @@ class SystemPrompt:
 
     async def collect_tools(self) -> list[ToolSchema]:
         """Every provider's tools, providers in registration order, each copied to its fields."""
+        return await self._collect(ToolSchema.copy_of)
+
+    async def _collect(
+        self, copy: Callable[[ToolSchema | Mapping[str, Any]], ToolSchema] | None
+    ) -> list[ToolSchema]:
+        """Every provider's tools copied by `copy`, or shared frozen copies when it is None."""
         collected: list[ToolSchema] = []
         for provider in list(self._providers):
             provided = provider()
             if inspect.isawaitable(provided):
                 provided = await provided
-            collected.extend(ToolSchema.copy_of(schema) for schema in provided)
+            if copy is None:
+                collected.extend(self._shared_copies(provider, provided))
+            else:
+                collected.extend(copy(schema) for schema in provided)
         return collected
 
-    async def assemble(self) -> PromptAssembly:
+    def _shared_copies(
+        self, provider: ToolProvider, provided: Iterable[ToolSchema | Mapping[str, Any]]
+    ) -> list[ToolSchema]:
+        """`ToolSchema.frozen_copy_of` of each provided schema, in one pass when nothing moved.
+
+        A frozen copy is a function of the schema's name, description and parameters' JSON.
+        When the provider hands back the very same ToolSchema objects as last time (frozen
+        Structs: their names and descriptions cannot have been reassigned) and their parameters
+        encode to the same bytes, the copies are last time's: one encode of all the parameters
+        instead of a copy per schema.
+        """
+        sources = tuple(provided)
+        last = self._provided.get(id(provider))
+        if (
+            last is not None
+            and last.provider is provider
+            and len(last.sources) == len(sources)
+            and all(map(operator.is_, last.sources, sources))
+        ):
+            if last.frozen:  # deep-frozen sources cannot have changed
+                return last.copies
+            # The very same objects, so the same types: last time's check holds.
+            blob = _parameters_json(sources, checked=last.parameters is not None)
+            if blob is not None and blob == last.parameters:
+                return last.copies
+        copies = [ToolSchema.frozen_copy_of(schema) for schema in sources]
+        if len(self._provided) >= 256:
+            self._provided.clear()
+        frozen = all(type(s) is ToolSchema and is_known_frozen(s) for s in sources)
+        self._provided[id(provider)] = _Provided(
+            provider, sources, None if frozen else _parameters_json(sources), frozen, copies
+        )
+        return copies
+
+    def _in_order(self, tools: list[ToolSchema]) -> list[ToolSchema]:
+        """`order_tools(tools, tool_order)`, the permutation remembered by the names it sorts."""
+        tool_order = self.config.tool_order
+        last_order, collected, ordered = self._last_order
+        if (
+            last_order is tool_order
+            and len(collected) == len(tools)
+            and all(map(operator.is_, collected, tools))
+        ):
+            return list(ordered)  # the same tools as last time: the same order (same names)
+        try:
+            key: Any = (tuple(map(_name, tools)), tool_order)
+            positions = _orders.get(key)
+        except TypeError:  # an unhashable name: nothing to remember it by
+            return order_tools(tools, tool_order)
+        if positions is None:
+            # order_tools reads names only; slots carry each tool's position through it.
+            slots = [_Slot(tool.name, position) for position, tool in enumerate(tools)]
+            ordered = order_tools(cast("list[ToolSchema]", slots), tool_order)
+            positions = tuple(cast("_Slot", slot).position for slot in ordered)
+            if len(_orders) >= 256:
+                _orders.clear()
+            _orders[key] = positions
+        result = [tools[index] for index in positions]
+        self._last_order = (tool_order, tuple(tools), result[:])
+        return result
+
+    async def assemble(self, *, read_only: bool = False) -> PromptAssembly:
+        """Sections and tools in their authoritative order, then the assemble waterfall.
+
+        `read_only=True` is for a caller that only reads the result (the loop, the harness's
+        rebuild). When the only listener is the invariant one, nothing but that caller ever sees
+        the tools, so they are shared deep-frozen copies (`ToolSchema.frozen_copy_of`) instead
+        of fresh mutable ones: the same values, without copying every schema at every step.
+        With any other listener the tools are fresh copies that listeners may edit, as always.
+        """
         complete = [s for s in self._sections if s.complete]
         if len(complete) > 1:
             names = ", ".join(f'"{s.name}"' for s in complete)
             raise PromptAssemblyError(f"more than one complete system prompt section: {names}")
         sections = complete or sorted(self._sections, key=lambda s: s.order)
-        tools = order_tools(await self.collect_tools(), self.config.tool_order)
+        chain = self.ctx.listeners(ASSEMBLE_EVENT)
+        unobserved = bool(chain) and all(
+            listener is SystemPrompt._invariant_listener for listener in chain
+        )
+        copy = None if read_only and unobserved else ToolSchema.copy_of
+        tools = self._in_order(await self._collect(copy))
         assembly = PromptAssembly(list(sections), tools, dict(self.variables))
         result = await self.ctx.waterfall(ASSEMBLE_EVENT, assembly)
-        check_assembly(result)  # also when a later listener was prepended around the invariant one
+        if not unobserved:  # else the invariant listener, the whole chain, just checked it
+            check_assembly(result)  # also when a later listener was prepended around it
         return result
+
+
+def _parameters_json(sources: tuple[Any, ...], *, checked: bool = False) -> bytes | None:
+    """The JSON of every source's parameters, when every source is a ToolSchema (else None)."""
+    if not checked and not set(map(type, sources)) <= {ToolSchema}:
+        return None
+    try:
+        return _encode(list(map(_parameters, sources)))
+    except Exception:  # unencodable now: copying one by one raises what copy_of raises
+        return None
+
+
+_encode = msgspec.json.Encoder().encode
+_parameters = operator.attrgetter("parameters")
+
+
+class _Provided(NamedTuple):
+    """What a provider returned last, and the shared frozen copies made of it."""
+
+    provider: ToolProvider
+    sources: tuple[Any, ...]
+    parameters: bytes | None  # the sources' parameters as JSON, when all are ToolSchemas
+    frozen: bool  # every source a ToolSchema known deep-frozen: identity is enough
+    copies: list[ToolSchema]
+
+
+class _Slot(NamedTuple):
+    """A tool reduced to what order_tools looks at (its name) and where it was collected."""
+
+    name: str
+    position: int

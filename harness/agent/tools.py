@@ -15,11 +15,12 @@ from typing import Any
 import msgspec
 
 from harness.agent.context import Context
+from harness.agent.frozen import FrozenDict, deep_freeze, is_deep_frozen
 
 ToolHandler = Callable[[dict[str, Any]], Any | Awaitable[Any]]
 
 
-class ToolSchema(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+class ToolSchema(msgspec.Struct, frozen=True, forbid_unknown_fields=True, weakref=True):
     """What the model sees of a tool: exactly these three fields, in this order."""
 
     name: str
@@ -29,13 +30,72 @@ class ToolSchema(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     @classmethod
     def copy_of(cls, schema: ToolSchema | Mapping[str, Any]) -> ToolSchema:
         """Copy a provider's schema to exactly its three fields (extra fields are dropped)."""
-        if isinstance(schema, ToolSchema):
-            name, description, parameters = schema.name, schema.description, schema.parameters
-        else:
-            name, description = schema["name"], schema.get("description", "")
-            parameters = schema.get("parameters") or {"type": "object", "properties": {}}
+        name, description, parameters = _fields(schema)
         # A deep copy: a listener editing a nested schema in place must not edit the registry.
-        return cls(name, description, msgspec.json.decode(msgspec.json.encode(parameters)))
+        return cls(name, description, _decode(_encode(parameters)))
+
+    @classmethod
+    def frozen_copy_of(cls, schema: ToolSchema | Mapping[str, Any]) -> ToolSchema:
+        """`deep_freeze(ToolSchema.copy_of(schema))`, shared between equal copies.
+
+        The copy is a function of the name, the description and the parameters' JSON bytes
+        alone (it is decoded from them), so equal inputs give one frozen object, made once.
+        A prompt assembly nobody edits needs no fresh copies; sharing them makes the headers of
+        consecutive steps hold the same tool objects, which then compare by identity.
+        """
+        if type(schema) is ToolSchema and schema in _shared:
+            return _shared[schema]
+        name, description, parameters = _fields(schema)
+        encoded = _encode(parameters)
+        if type(name) is not str or type(description) is not str:
+            return deep_freeze(cls(name, description, _decode(encoded)))
+        key = (name, description, encoded)
+        found = _interned.get(key)
+        if found is None:
+            found = deep_freeze(cls(name, description, _decode(encoded)))
+            is_deep_frozen(found)  # JSON-decoded, so it is: this remembers it as checked
+            if len(_interned) >= _INTERNED_SLOTS:
+                _interned.clear()  # forgetting only costs a copy
+            _interned[key] = found
+        if type(schema) is ToolSchema and type(parameters) is FrozenDict and is_deep_frozen(schema):
+            _shared.add(schema, found)  # a deep-frozen source can never encode differently
+        return found
+
+
+def _fields(schema: ToolSchema | Mapping[str, Any]) -> tuple[Any, Any, Any]:
+    if isinstance(schema, ToolSchema):
+        return schema.name, schema.description, schema.parameters
+    parameters = schema.get("parameters") or {"type": "object", "properties": {}}
+    return schema["name"], schema.get("description", ""), parameters
+
+
+class _SharedCopies:
+    """Frozen copies of deep-frozen source schemas, by identity of the source (held strongly,
+    so its id is not reused while the entry exists)."""
+
+    SLOTS = 1 << 12
+
+    def __init__(self) -> None:
+        self.copies: dict[int, tuple[ToolSchema, ToolSchema]] = {}
+
+    def __contains__(self, source: ToolSchema) -> bool:
+        entry = self.copies.get(id(source))
+        return entry is not None and entry[0] is source
+
+    def __getitem__(self, source: ToolSchema) -> ToolSchema:
+        return self.copies[id(source)][1]
+
+    def add(self, source: ToolSchema, copy: ToolSchema) -> None:
+        if len(self.copies) >= self.SLOTS:
+            self.copies.clear()
+        self.copies[id(source)] = (source, copy)
+
+
+_encode = msgspec.json.Encoder().encode
+_decode = msgspec.json.Decoder().decode
+_INTERNED_SLOTS = 1 << 12
+_interned: dict[tuple[str, str, bytes], ToolSchema] = {}
+_shared = _SharedCopies()
 
 
 class ToolError(RuntimeError):
@@ -55,6 +115,10 @@ class ToolRuntime:
     def __init__(self) -> None:
         self._tools: list[RegisteredTool] = []
         self._handlers: dict[str, ToolHandler] = {}
+        # name -> handler of the first registered tool with that name and a handler; rebuilt
+        # after any (un)registration, so a call does not scan every registered tool.
+        self._callable: dict[str, ToolHandler] | None = None
+        self._schemas: tuple[ToolSchema, ...] | None = None  # schemas(), until (un)registration
 
     def register(
         self,
@@ -65,10 +129,12 @@ class ToolRuntime:
     ) -> Callable[[], None]:
         entry = RegisteredTool(ToolSchema.copy_of(schema), handler, owner)
         self._tools.append(entry)
+        self._changed()
 
         def dispose() -> None:
             if entry in self._tools:
                 self._tools.remove(entry)
+                self._changed()
 
         return dispose
 
@@ -81,11 +147,32 @@ class ToolRuntime:
 
         return dispose
 
+    def _changed(self) -> None:
+        self._callable = None
+        self._schemas = None
+
     def schemas(self) -> list[ToolSchema]:
-        return [tool.schema for tool in self._tools]
+        if self._schemas is None:
+            self._schemas = tuple(tool.schema for tool in self._tools)
+        return list(self._schemas)
 
     def entries(self) -> tuple[RegisteredTool, ...]:
         return tuple(self._tools)
+
+    def _first_handler(self, name: str) -> ToolHandler | None:
+        """The handler of the first registered tool named `name` that has one."""
+        if self._callable is None and all(type(t.schema.name) is str for t in self._tools):
+            found: dict[str, ToolHandler] = {}
+            for tool in self._tools:
+                if tool.handler is not None:
+                    found.setdefault(tool.schema.name, tool.handler)
+            self._callable = found
+        if self._callable is not None and isinstance(name, str):
+            return self._callable.get(name)
+        return next(  # names that are not strings: compare as they are
+            (t.handler for t in self._tools if t.schema.name == name and t.handler is not None),
+            None,
+        )
 
     def owners(self) -> dict[str, str | None]:
         """Tool name -> the plugin that registered it first."""
@@ -95,10 +182,9 @@ class ToolRuntime:
         return owners
 
     async def call(self, name: str, arguments: dict[str, Any]) -> Any:
-        handler = next(
-            (t.handler for t in self._tools if t.schema.name == name and t.handler is not None),
-            self._handlers.get(name),
-        )
+        handler = self._first_handler(name)
+        if handler is None:
+            handler = self._handlers.get(name)
         if handler is None:
             raise ToolError(f"no registered tool named {name!r} can be called")
         result = handler(arguments)

@@ -6,14 +6,18 @@ Failing messages name the file, the kind of secret and its line and column, neve
 from __future__ import annotations
 
 import json
+import string
 from pathlib import Path
 from typing import Any
 
 import httpx2
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from harness.capture import CaptureSession, SecretLeak, load_cassette
 from harness.fixture import SecretWarning, load_fixture
+from harness.secrets import scan_secrets
 
 from .conftest import (
     ANTHROPIC_KEY,
@@ -306,3 +310,33 @@ def test_loading_a_pin_whose_system_text_holds_a_secret_warns(tmp_path: Path) ->
     system.write_text(system.read_text() + f"\nAPI key: {ANTHROPIC_KEY}\n")
     with pytest.warns(SecretWarning):
         load_pin(tmp_path / "snapshots" / "headers", "default")
+
+
+_PIECES = (
+    "sk-ant-", "sk-", "Bearer ", "AKIA", "ASIA", "ghp_", "github_pat_", "AIza", "xoxb-", "eyJ",
+    "-----BEGIN RSA PRIVATE KEY-----", "api_key=", "PASSWORD: ", "pa\u017f\u017fword=",
+    "Secret_Key=", "refresh-token:", "AUTH_TOKEN=",
+)  # fmt: skip
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(_PIECES),
+            st.text(
+                alphabet=string.ascii_letters + string.digits + "_-:=\"' \n/+.\u017f", max_size=50
+            ),
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_the_needle_prefilter_never_changes_what_the_scan_finds(
+    parts: list[tuple[str, str]],
+) -> None:
+    from harness.secrets import SECRET_PATTERNS, SecretPattern
+
+    unfiltered = tuple(SecretPattern(p.kind, p.regex) for p in SECRET_PATTERNS)
+    data = "".join(a + b for a, b in parts).encode()
+    assert scan_secrets(data) == scan_secrets(data, unfiltered)

@@ -1,0 +1,594 @@
+"""The fast paths agree with the reference definitions they replace.
+
+The runtime and the harness skip work they can prove redundant: an incremental fold of the
+session log instead of rereading it, identity memos for values already checked deep-frozen,
+shared frozen tool copies, remembered orders and renders, incremental message digests. Each is
+checked here against the plain definition (kept in the code, or copied below from before the
+change) on random inputs, so a fast path cannot drift from what it stands for.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import re
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from harness.agent import (
+    Context,
+    FrozenDict,
+    FrozenError,
+    Header,
+    LlmConfig,
+    ScriptedAdapter,
+    Session,
+    SystemPrompt,
+    SystemPromptConfig,
+    ToolRuntime,
+    ToolSchema,
+    canonical_header,
+    deep_freeze,
+    header_equals,
+)
+from harness.agent.frozen import extend_frozen, is_deep_frozen
+from harness.agent.session import (
+    AgentError,
+    AssistantMessage,
+    EventLog,
+    LogEvent,
+    RequestHeader,
+    StepEnd,
+    StepStart,
+    TextBlock,
+    ToolCall,
+    ToolResult,
+    ToolUseBlock,
+    TurnEnd,
+    TurnStart,
+    UserMessage,
+    derive_messages,
+    fold_header,
+    has_header,
+    header_bytes,
+)
+from harness.agent.system_prompt import (
+    ASSEMBLE_EVENT,
+    TOOL_ORDER_REST,
+    PromptAssembly,
+    PromptRenderError,
+    Section,
+    ToolOrderError,
+    order_tools,
+    render_prompt,
+)
+from harness.fixture import MessagesDigest, find_fixtures, load_fixture
+from harness.scenario import run_sync
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIG = LlmConfig(provider="scripted", model="m")
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def enc(value: Any) -> bytes:
+    return msgspec.json.encode(value)
+
+
+# -- the reference deep_freeze / is_deep_frozen (as they were before the identity memo) ----------
+
+
+def reference_freeze(value: Any) -> Any:
+    if isinstance(value, FrozenDict):
+        return value
+    if isinstance(value, dict):
+        return FrozenDict({key: reference_freeze(item) for key, item in value.items()})
+    if isinstance(value, list | tuple):
+        items = tuple(reference_freeze(item) for item in value)
+        if isinstance(value, tuple) and all(a is b for a, b in zip(items, value, strict=True)):
+            return value
+        return items
+    if isinstance(value, msgspec.Struct):
+        changes = {}
+        for field in value.__struct_fields__:
+            current = getattr(value, field)
+            frozen = reference_freeze(current)
+            if frozen is not current:
+                changes[field] = frozen
+        if not value.__struct_config__.frozen:
+            raise FrozenError(f"{type(value).__name__} is not a frozen Struct")
+        return msgspec.structs.replace(value, **changes) if changes else value
+    return value
+
+
+def reference_is_deep_frozen(value: Any) -> bool:
+    if isinstance(value, FrozenDict | tuple):
+        items = value.values() if isinstance(value, dict) else value
+        return all(reference_is_deep_frozen(item) for item in items)
+    if isinstance(value, dict | list | set | bytearray):
+        return False
+    if isinstance(value, msgspec.Struct):
+        return value.__struct_config__.frozen and all(
+            reference_is_deep_frozen(getattr(value, field)) for field in value.__struct_fields__
+        )
+    return True
+
+
+def shape(value: Any) -> Any:
+    """Types and values, all the way down (equality alone would let a list pass for a tuple)."""
+    if isinstance(value, dict):
+        return (type(value).__name__, [(k, shape(v)) for k, v in value.items()])
+    if isinstance(value, list | tuple | set | frozenset):
+        return (type(value).__name__, [shape(v) for v in value])
+    if isinstance(value, msgspec.Struct):
+        return (type(value).__name__, [shape(getattr(value, f)) for f in value.__struct_fields__])
+    return (type(value).__name__, value)
+
+
+class Loose(msgspec.Struct):
+    items: Any
+
+
+class Pair(msgspec.Struct, frozen=True):
+    left: Any
+    right: Any
+
+
+leaves = (
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=4)
+)
+values = st.recursive(
+    leaves | st.binary(max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.lists(inner, max_size=4).map(tuple)
+        | st.lists(inner, max_size=20).map(tuple)  # long enough to be remembered
+        | st.dictionaries(st.text(max_size=3), inner, max_size=4)
+        | st.dictionaries(st.text(max_size=3), inner, max_size=3).map(FrozenDict)
+        | st.builds(Pair, inner, inner)
+        | st.builds(ToolSchema, st.text(max_size=3), st.text(max_size=3), inner)
+        | st.frozensets(st.integers(), max_size=3)
+        | st.sets(st.integers(), max_size=3)
+    ),
+    max_leaves=25,
+)
+
+
+@SETTINGS
+@given(value=values)
+def test_deep_freeze_and_is_deep_frozen_give_what_the_reference_gives(value: Any) -> None:
+    for _ in range(2):  # the second round runs with whatever the first one remembered
+        expected = reference_freeze(value)
+        frozen = deep_freeze(value)
+        assert shape(frozen) == shape(expected)
+        assert (frozen is value) == (expected is value)
+        for candidate in (value, frozen):
+            assert is_deep_frozen(candidate) == reference_is_deep_frozen(candidate)
+
+
+def test_a_mutable_struct_is_refused_and_never_remembered() -> None:
+    loose = Loose([1])
+    for _ in range(2):
+        with pytest.raises(FrozenError, match="Loose is not a frozen Struct"):
+            deep_freeze(Pair(loose, 1))
+        assert not is_deep_frozen(Pair(loose, 1))
+
+
+@SETTINGS
+@given(prefix=st.lists(values, max_size=30), more=st.lists(values, max_size=3))
+def test_extend_frozen_is_freezing_the_concatenation(prefix: list[Any], more: list[Any]) -> None:
+    base = deep_freeze(tuple(prefix))
+    extended = extend_frozen(base, more)
+    assert shape(extended) == shape(reference_freeze((*base, *more)))
+    assert is_deep_frozen(extended) == reference_is_deep_frozen(extended)
+
+
+# -- the incremental fold of the session log ------------------------------------------------------
+
+tool_ids = st.sampled_from(["c1", "c2", "c3"])
+blocks = st.one_of(
+    st.builds(TextBlock, st.text(max_size=5)),
+    st.builds(ToolUseBlock, tool_ids, st.sampled_from(["bash", "read"]), st.just({"a": [1]})),
+)
+headers = st.builds(
+    lambda system, names: canonical_header(
+        CONFIG, system, [ToolSchema(n, "", {"type": "object"}) for n in names]
+    ),
+    st.text(max_size=3),
+    st.lists(st.sampled_from(["a", "b", "c"]), max_size=3),
+)
+events = st.one_of(
+    st.builds(UserMessage, text=st.text(max_size=5)),
+    st.builds(
+        AssistantMessage,
+        content=st.lists(blocks, max_size=3).map(tuple),
+        stop_reason=st.just("tool_use"),
+    ),
+    st.builds(ToolCall, id=tool_ids, name=st.just("bash"), input=st.just({})),
+    st.builds(
+        ToolResult,
+        tool_use_id=tool_ids,
+        name=st.just("bash"),
+        content=st.text(max_size=5),
+        is_error=st.booleans(),
+    ),
+    st.builds(StepStart, step=st.integers(1, 3)),
+    st.builds(StepEnd, step=st.integers(1, 3), reason=st.just("end_turn")),
+    st.builds(TurnStart, turn=st.integers(1, 3)),
+    st.builds(TurnEnd, reason=st.just("completed")),
+    st.builds(AgentError, message=st.text(max_size=3)),
+    st.builds(RequestHeader, header=headers, reason=st.sampled_from(["initial", "change"])),
+)
+# What happens between reads of the fold: appends, or changes the fold must notice.
+actions = st.one_of(
+    st.tuples(st.just("append"), events),
+    st.tuples(st.just("extend"), st.lists(events, max_size=3)),
+    st.tuples(st.just("insert"), events),
+    st.tuples(st.just("pop"), st.none()),
+    st.tuples(st.just("replace-last"), events),
+    st.tuples(st.just("delete-first"), st.none()),
+    st.tuples(st.just("reverse"), st.none()),
+    st.tuples(st.just("plain-list"), st.none()),
+    st.tuples(st.just("event-log"), st.none()),
+)
+
+
+def stamped(event: LogEvent) -> LogEvent:
+    return deep_freeze(msgspec.structs.replace(event, time="T"))
+
+
+def assert_fold_agrees(session: Session) -> None:
+    log = list(session.log)
+    messages = session.messages()
+    assert enc(messages) == enc(derive_messages(log))
+    assert messages == derive_messages(log)
+    assert is_deep_frozen(messages)
+    assert session.header() is fold_header(log)
+    for kind in (StepStart, StepEnd, TurnStart, RequestHeader, UserMessage, ToolResult):
+        assert session.count(kind) == sum(isinstance(e, kind) for e in log)
+    assert (session.count(RequestHeader) > 0) == has_header(log)
+    folded, committed = session.fold().parts()
+    if isinstance(session.log, EventLog):  # a plain list is folded afresh at every read
+        assert folded is session.messages()
+    assert enc(folded) == enc(messages)
+    assert len(folded) - committed in (0, 1)
+
+
+@SETTINGS
+@given(script=st.lists(st.tuples(actions, st.booleans()), max_size=25))
+def test_the_incremental_fold_agrees_with_the_reference_functions(
+    script: list[tuple[tuple[str, Any], bool]],
+) -> None:
+    session = Session(Context(), session_id="s", clock=lambda: "T")
+    for (action, payload), read in script:
+        log = session.log
+        if action == "append":
+            session.append(payload)
+        elif action == "extend":
+            log.extend(stamped(e) for e in payload)
+        elif action == "insert":
+            log.insert(0, stamped(payload))
+        elif action == "pop" and log:
+            log.pop()
+        elif action == "replace-last" and log:
+            log[-1] = stamped(payload)
+        elif action == "delete-first" and log:
+            del log[0]
+        elif action == "reverse":
+            log.reverse()
+        elif action == "plain-list":
+            session.log = list(log)  # a plain list: refolded from scratch on every read
+        elif action == "event-log":
+            session.log = EventLog(log)
+        if read:
+            assert_fold_agrees(session)
+    assert_fold_agrees(session)
+
+
+def test_every_change_but_growth_bumps_the_revision() -> None:
+    log = EventLog([stamped(StepStart(step=1))])
+    before = log.revision
+    log.append(stamped(StepStart(step=2)))
+    log.extend([stamped(StepStart(step=3))])
+    log += [stamped(StepStart(step=4))]
+    assert log.revision == before
+    for change in (
+        lambda: log.insert(0, stamped(StepStart(step=0))),
+        lambda: log.pop(),
+        lambda: log.__setitem__(0, stamped(StepStart(step=9))),
+        lambda: log.__delitem__(0),
+        lambda: log.reverse(),
+        lambda: log.sort(key=lambda e: e.step),
+        lambda: log.remove(log[0]),
+        lambda: log.__imul__(1),
+        lambda: log.__init__([]),
+        lambda: log.clear(),
+    ):
+        revision = log.revision
+        change()
+        assert log.revision > revision
+
+
+def test_committed_messages_never_change_within_a_fold() -> None:
+    session = Session(Context(), session_id="s", clock=lambda: "T")
+    seen: list[Any] = []
+    for event in [
+        UserMessage(text="hi"),
+        AssistantMessage(content=(ToolUseBlock("c1", "bash", {}),), stop_reason="tool_use"),
+        ToolResult(tool_use_id="c1", name="bash", content="one"),
+        ToolResult(tool_use_id="c2", name="bash", content="two"),
+        AssistantMessage(content=(TextBlock("done"),), stop_reason="end_turn"),
+        UserMessage(text="again"),
+    ]:
+        session.append(event)
+        messages, committed = session.fold().parts()
+        seen.append(messages[:committed])
+    for earlier, later in itertools.pairwise(seen):
+        assert all(a is b for a, b in zip(earlier, later, strict=False))
+
+
+# -- headers: canonical form remembered, equality as bytes ----------------------------------------
+
+parameters = st.dictionaries(
+    st.sampled_from(["type", "a", "b"]),
+    st.sampled_from([1, True, 1.0, "x", [1], {"k": 1}]),
+    max_size=3,
+)
+tool_lists = st.lists(
+    st.builds(ToolSchema, st.sampled_from(["a", "b"]), st.just(""), parameters), max_size=3
+)
+configs = st.builds(
+    LlmConfig,
+    provider=st.just("p"),
+    model=st.sampled_from(["m", "n"]),
+    max_tokens=st.sampled_from([1024, 5]),
+)
+
+
+def any_header(config: LlmConfig, system: str, tools: list[ToolSchema], shared: bool) -> Header:
+    if shared:  # shared frozen copies, as a read-only assembly gives them
+        return canonical_header(config, system, [ToolSchema.frozen_copy_of(t) for t in tools])
+    return canonical_header(config, system, tools)
+
+
+@SETTINGS
+@given(
+    a=st.tuples(configs, st.sampled_from(["", "s", "t"]), tool_lists, st.booleans()),
+    b=st.tuples(configs, st.sampled_from(["", "s", "t"]), tool_lists, st.booleans()),
+)
+def test_header_equality_is_byte_equality(a: tuple[Any, ...], b: tuple[Any, ...]) -> None:
+    first, second = any_header(*a), any_header(*b)
+    again = any_header(*a)
+    for x, y in ((first, second), (first, again), (second, first)):
+        assert header_equals(x, y) == (header_bytes(x) == header_bytes(y))
+    assert header_bytes(again) == header_bytes(first)
+    direct = Header(config=a[0], system=a[1] or msgspec.UNSET, tools=tuple(a[2]) or msgspec.UNSET)
+    assert header_equals(first, direct) == (header_bytes(first) == header_bytes(direct))
+    assert enc(first) == enc(deep_freeze(direct))
+
+
+def test_a_header_built_again_from_the_same_shared_tools_is_the_same_object() -> None:
+    tools = [ToolSchema.frozen_copy_of(ToolSchema(n, "", {"type": "object"})) for n in "ab"]
+    first = canonical_header(CONFIG, "system", tools)
+    assert canonical_header(LlmConfig(provider="scripted", model="m"), "system", tools) is first
+    assert canonical_header(CONFIG, "other", tools) is not first
+    assert (
+        canonical_header(LlmConfig(provider="scripted", model="m", max_tokens=5), "system", tools)
+        is not first
+    )
+
+
+def test_unencodable_headers_still_raise_when_compared() -> None:
+    tools = [ToolSchema.frozen_copy_of(ToolSchema("a", "", {}))]
+    first = canonical_header(CONFIG, "bad \ud800", tools)
+    second = canonical_header(CONFIG, "bad \ud800", list(tools))
+    assert first is not second  # never remembered: it cannot be encoded
+    for other in (second, deep_freeze(Header(config=CONFIG, system="bad \ud800"))):
+        with pytest.raises(UnicodeEncodeError):
+            header_equals(first, other)
+
+
+# -- tools: shared frozen copies, remembered orders ------------------------------------------------
+
+
+@SETTINGS
+@given(name=st.text(max_size=3), description=st.text(max_size=3), params=values)
+def test_a_frozen_copy_is_a_frozen_plain_copy(name: str, description: str, params: Any) -> None:
+    source = ToolSchema(name, description, params)
+    try:
+        expected = deep_freeze(ToolSchema.copy_of(source))
+    except (TypeError, ValueError, msgspec.EncodeError) as error:
+        with pytest.raises(type(error)):
+            ToolSchema.frozen_copy_of(source)
+        return
+    copy = ToolSchema.frozen_copy_of(source)
+    assert shape(copy) == shape(expected)
+    assert is_deep_frozen(copy)
+    assert ToolSchema.frozen_copy_of(ToolSchema(name, description, params)) is copy
+    frozen_source = deep_freeze(source)
+    assert shape(ToolSchema.frozen_copy_of(frozen_source)) == shape(expected)
+
+
+def test_a_frozen_copy_follows_a_source_edited_in_place() -> None:
+    source = ToolSchema("t", "", {"type": "object", "properties": {}})
+    before = ToolSchema.frozen_copy_of(source)
+    source.parameters["properties"]["x"] = {"type": "string"}
+    after = ToolSchema.frozen_copy_of(source)
+    assert "x" in after.parameters["properties"] and "x" not in before.parameters["properties"]
+
+
+names = st.lists(st.sampled_from(["a", "b", "c", "é", "𝔵", "\ue000"]), max_size=6)
+orders = st.one_of(
+    st.none(),
+    st.lists(st.sampled_from(["a", "b", "ghost"]), unique=True, max_size=2).flatmap(
+        lambda listed: st.permutations([*listed, TOOL_ORDER_REST])
+    ),
+)
+
+
+@SETTINGS
+@given(first=names, second=names, tool_order=orders)
+def test_assembly_orders_tools_exactly_as_order_tools(
+    first: list[str], second: list[str], tool_order: list[str] | None
+) -> None:
+    config = SystemPromptConfig(tool_order=tuple(tool_order) if tool_order else msgspec.UNSET)
+    prompt = SystemPrompt(Context(), config)
+    for batch in (first, second, first):  # remembered, then another, then remembered again
+        tools = [ToolSchema(n, str(i), {}) for i, n in enumerate(batch)]
+        try:
+            expected = order_tools(tools, config.tool_order)
+        except ToolOrderError as error:
+            with pytest.raises(ToolOrderError, match=re.escape(str(error))):
+                prompt._in_order(tools)
+            continue
+        got = prompt._in_order(tools)
+        assert [id(t) for t in got] == [id(t) for t in expected]
+
+
+def run(coroutine: Any) -> Any:
+    return asyncio.run(coroutine)
+
+
+def test_a_read_only_assembly_has_the_bytes_of_a_plain_one() -> None:
+    ctx = Context()
+    runtime = ToolRuntime()
+    prompt = SystemPrompt(ctx, SystemPromptConfig(tool_order=("b", TOOL_ORDER_REST)))
+    prompt.add_tool_provider(runtime.schemas)
+    frozen = [deep_freeze(ToolSchema("z", "", {"type": "object", "x": [1]}))]
+    prompt.add_tool_provider(lambda: frozen)
+    for name in "cab":
+        runtime.register(ToolSchema(name, "", {"type": "object", "properties": {}}))
+    for _ in range(2):
+        plain = run(prompt.assemble())
+        shared = run(prompt.assemble(read_only=True))
+        assert enc(shared.tools) == enc(plain.tools)
+        assert all(is_deep_frozen(t) for t in shared.tools)
+        assert not any(is_deep_frozen(t) for t in plain.tools)
+    runtime.schemas()[0].parameters["properties"]["new"] = {}  # an in-place edit is seen
+    assert enc(run(prompt.assemble(read_only=True)).tools) == enc(run(prompt.assemble()).tools)
+
+    async def edit(assembly: PromptAssembly, next_: Any) -> Any:
+        assembly.tools[0].parameters["edited"] = True  # a listener may edit its copies
+        return await next_()
+
+    ctx.on(ASSEMBLE_EVENT, edit)
+    edited = run(prompt.assemble(read_only=True))
+    assert edited.tools[0].parameters["edited"] is True
+    assert "edited" not in runtime.schemas()[0].parameters
+
+
+def test_render_remembers_successes_and_still_refuses_errors() -> None:
+    sections = [Section("one", "cwd {{cwd}}"), Section("two", "text")]
+    good = PromptAssembly(list(sections), [], {"cwd": "/w"})
+    assert render_prompt(good) == "cwd /w\n\ntext"
+    assert render_prompt(PromptAssembly(list(sections), [], {"cwd": "/w"})) is render_prompt(good)
+    for broken in ({"cwd": None}, {}):
+        with pytest.raises(PromptRenderError):
+            render_prompt(PromptAssembly(list(sections), [], broken))
+    assert render_prompt(PromptAssembly(list(sections), [], {"cwd": "/v"})) == "cwd /v\n\ntext"
+
+
+def test_a_call_runs_the_first_registered_handler_of_that_name() -> None:
+    runtime = ToolRuntime()
+    runtime.register_handler("t", lambda _: "fallback")
+    assert run(runtime.call("t", {})) == "fallback"
+    dispose_first = runtime.register(ToolSchema("t", "", {}), lambda _: "first")
+    runtime.register(ToolSchema("t", "", {}), lambda _: "second")
+    runtime.register(ToolSchema("u", "", {}))  # no handler: not callable by itself
+    assert run(runtime.call("t", {})) == "first"
+    dispose_first()
+    assert run(runtime.call("t", {})) == "second"
+    with pytest.raises(Exception, match="no registered tool named 'u'"):
+        run(runtime.call("u", {}))
+
+
+# -- the harness: recorded digests and whole scenarios -------------------------------------------
+
+
+def shipped() -> list[Path]:
+    return find_fixtures([ROOT / "fixtures"])
+
+
+@pytest.mark.parametrize("folder", shipped(), ids=lambda p: p.name)
+def test_recorded_digests_are_the_digests_of_the_full_requests(folder: Path) -> None:
+    fixture = load_fixture(folder)
+    assert fixture.answers is not None
+    adapter = ScriptedAdapter(fixture.answers.answers)
+    run_ = run_sync(fixture.scenario, adapter, keep_requests=True, session_id="s")
+    recorded = run_.recorder.dispatched
+    assert len(recorded) == len(adapter.requests) == len(run_.recorder.full_requests)
+    for record, request in zip(recorded, adapter.requests, strict=True):
+        assert record.messages == MessagesDigest.of(request.messages)
+    lean_adapter = ScriptedAdapter(fixture.answers.answers, keep_requests=False)
+    lean = run_sync(fixture.scenario, lean_adapter, keep_requests=False, session_id="s")
+    assert [enc(r) for r in lean.recorder.dispatched] == [enc(r) for r in recorded]
+    assert len(lean.recorder.requests) == len(adapter.requests)
+
+
+def test_a_request_whose_messages_came_from_elsewhere_is_digested_from_scratch() -> None:
+    from harness.scenario import MessagesDigester
+
+    session = Session(Context(), session_id="s", clock=lambda: "T")
+    session.append(UserMessage(text="hi"))
+    digester = MessagesDigester()
+    own = session.messages()
+    other = deep_freeze((*own, *own))
+    assert digester.digest(own, session) == MessagesDigest.of(own)
+    assert digester.digest(other, session) == MessagesDigest.of(other)
+    session.append(AssistantMessage(content=(TextBlock("x"),), stop_reason="end_turn"))
+    session.append(ToolResult(tool_use_id="c", name="t", content="r"))
+    assert digester.digest(session.messages(), session) == MessagesDigest.of(session.messages())
+
+
+def test_the_plugin_check_is_the_protocol_check() -> None:
+    from harness.agent.context import Plugin, _is_plugin
+
+    class Named:
+        name = "n"
+
+        def apply(self, ctx: Context) -> None:
+            return None
+
+    class Blocked(Named):
+        apply = None  # type: ignore[assignment]
+
+    class Nameless:
+        def apply(self, ctx: Context) -> None:
+            return None
+
+    class Declared(Plugin):  # a nominal subclass that defines nothing
+        pass
+
+    def function(ctx: Context) -> None:
+        return None
+
+    candidates: list[object] = [Named(), Blocked(), Nameless(), Declared(), function, 3, None]
+    for candidate in candidates:
+        assert _is_plugin(candidate) == isinstance(candidate, Plugin)
+
+
+@pytest.mark.parametrize("folder", shipped(), ids=lambda p: p.name)
+def test_comparing_shuffled_runs_is_comparing_their_bytes(folder: Path) -> None:
+    from harness.agent.context import LoadSchedule
+    from harness.shuffle import _same_bytes, schedules
+
+    fixture = load_fixture(folder)
+    assert fixture.answers is not None
+    names = [plugin.name for plugin in fixture.scenario.plugins]
+
+    def fingerprint(run_: Any) -> tuple[list[bytes], list[bytes]]:
+        return [header_bytes(h) for _, h in run_.headers], [
+            enc(r) for r in run_.recorder.full_requests
+        ]
+
+    def one(schedule: LoadSchedule) -> Any:
+        adapter = ScriptedAdapter(fixture.answers.answers)  # type: ignore[union-attr]
+        return run_sync(fixture.scenario, adapter, schedule=schedule, session_id="s")
+
+    runs = [one(schedule) for schedule in schedules(names, 6, seed=3)]
+    for other in runs:
+        assert _same_bytes(runs[0], other) == (fingerprint(runs[0]) == fingerprint(other))
