@@ -4,20 +4,7 @@ Most agents do not run the harness's reference runtime: they call a provider SDK
 JSON over `httpx2` (or plain `httpx`). A `CaptureSession` hands out HTTP clients whose transport
 records each request's exact body bytes and answers it from a cassette (replay, no network) or
 from an upstream transport (record). Every request body is split into the provider's cache
-order (`split_request`):
-
-- Anthropic Messages: tools, system, messages. The cacheable prefix ends at the last
-  `cache_control` breakpoint; with none, the tools and system are the prefix (automatic caching),
-  and a top-level `cache_control` makes the whole request the prefix.
-- OpenAI Chat Completions: tools (or legacy `functions`), `response_format`, the leading
-  system/developer messages, then the rest. Responses: tools, `text` format, `instructions`,
-  `input`. OpenAI caches the exact prefix, so the whole request is the prefix.
-- DeepSeek (an OpenAI-compatible `/chat/completions` on a deepseek host): system, tools, messages.
-
-Settings that key the cache without being prompt text (model, thinking, reasoning effort, beta
-headers, service tier, `prompt_cache_key`, tool choice...) are the view's `settings`; per-request
-bookkeeping (`stream`, `max_tokens`, sampling parameters, `metadata`) is left out. The decision
-note `docs/decisions/0005-capture.md` lists every key and why.
+order by `harness.providers` (`split_request`), which says what each provider caches.
 
 Nothing reaches a file without redaction: secret headers and query parameters are replaced by
 `[redacted]`, then the bytes about to be written are scanned for key-shaped strings (and for the

@@ -389,17 +389,20 @@ def read(path: Path, kind: type[T]) -> T:
     return value
 
 
+CI_VARIABLES = (
+    "CI",
+    "GITHUB_ACTIONS",
+    "GITLAB_CI",
+    "BUILDKITE",
+    "CIRCLECI",
+    "TF_BUILD",
+    "JENKINS_URL",
+)
+
+
 def writes_allowed() -> bool:
     """CI never writes: any of the usual CI variables set (and not "false"/"0") forbids it."""
-    for name in (
-        "CI",
-        "GITHUB_ACTIONS",
-        "GITLAB_CI",
-        "BUILDKITE",
-        "CIRCLECI",
-        "TF_BUILD",
-        "JENKINS_URL",
-    ):
+    for name in CI_VARIABLES:
         value = os.environ.get(name)
         if value and value.lower() not in ("0", "false", "no"):
             return False

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+import harness.fixture
 from harness.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,13 +23,7 @@ SHIPPED_PINS = ROOT / "snapshots" / "headers"
 SHIPPED = sorted(p.parent.name for p in SHIPPED_FIXTURES.glob("*/scenario.json"))
 
 CI_VARIABLES = (
-    "CI",
-    "GITHUB_ACTIONS",
-    "GITLAB_CI",
-    "BUILDKITE",
-    "CIRCLECI",
-    "TF_BUILD",
-    "JENKINS_URL",
+    *harness.fixture.CI_VARIABLES,
     "GITHUB_STEP_SUMMARY",
 )
 
