@@ -823,7 +823,3 @@ def _github(settings: Settings, write: Callable[[str], None]) -> None:
         lines += [f"- `{nodeid}`: {reason}" for nodeid, reason in settings.moves]
     with open(summary, "a", encoding="utf-8") as handle:
         handle.write("\n".join(lines) + "\n")
-
-
-def iter_drifts(config: pytest.Config) -> Iterator[dict[str, Any]]:
-    yield from config.stash[SETTINGS].drifts

@@ -37,7 +37,7 @@ from harness.fixture import (
     write_files,
 )
 from harness.pins import pin_files, pin_from_headers
-from harness.scenario import Run, run_sync
+from harness.scenario import Run, dispatched_record, run_sync
 from harness.secrets import SecretLeak, scan_secrets
 
 
@@ -83,21 +83,20 @@ def normalise_requests(
     requests: Sequence[Request | RecordedRequest], session_id: str, pinned: bool
 ) -> tuple[RecordedRequest, ...]:
     """Requests as the requests file stores them (a Recorder's `dispatched` come digested)."""
-    normalised = [
-        RecordedRequest(
-            provider=r.provider,
-            model=r.model,
-            max_tokens=r.max_tokens,
-            temperature=r.temperature,
-            system=SYSTEM_TOKEN if pinned and isinstance(r.system, str) else r.system,
-            tools=TOOLS_TOKEN if pinned and isinstance(r.tools, tuple) else r.tools,
-            messages=r.messages
+    normalised = []
+    for r in requests:
+        record = (
+            r
             if isinstance(r, RecordedRequest)
-            else MessagesDigest.of(r.messages),
-            session_id=r.session_id,
+            else dispatched_record(r, MessagesDigest.of(r.messages))
         )
-        for r in requests
-    ]
+        if pinned:
+            record = msgspec.structs.replace(
+                record,
+                system=SYSTEM_TOKEN if isinstance(record.system, str) else record.system,
+                tools=TOOLS_TOKEN if isinstance(record.tools, tuple) else record.tools,
+            )
+        normalised.append(record)
     result = _replace_session(normalised, session_id, tuple[RecordedRequest, ...])
     assert isinstance(result, tuple)
     return result

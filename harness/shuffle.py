@@ -9,8 +9,9 @@ their own, never the global one, so a seed reproduces every order exactly.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import msgspec
 
@@ -18,6 +19,7 @@ from harness.agent.context import LoadSchedule
 from harness.agent.llm import Request, ScriptedAdapter, ScriptedReply
 from harness.agent.session import header_bytes, header_equals
 from harness.drift import (
+    CacheView,
     DriftReport,
     Reproduce,
     compare,
@@ -27,6 +29,8 @@ from harness.drift import (
 )
 from harness.fixture import Fixture, Scenario
 from harness.scenario import Run, owners_of, run_sync
+
+T = TypeVar("T")
 
 SHUFFLE_SESSION = "shuffle-session"  # one id for every run, so requests compare byte for byte
 
@@ -90,31 +94,32 @@ def _present(value: object) -> bool:
 _encode = msgspec.json.Encoder().encode
 
 
+def _first_differing(
+    pairs: Iterable[tuple[T, T]], encode: Callable[[T], bytes], view: Callable[[T], CacheView]
+) -> tuple[CacheView, CacheView] | None:
+    """The views of the first pair whose encodings differ."""
+    for a, b in pairs:
+        if encode(a) != encode(b):
+            return view(a), view(b)
+    return None
+
+
 def _first_drift(
     base: Run, other: Run, reproduce: Reproduce, owners: dict[str, str | None]
 ) -> DriftReport | None:
     base_requests, other_requests = base.recorder.full_requests, other.recorder.full_requests
-    for a, b in zip(base_requests, other_requests, strict=False):
-        if msgspec.json.encode(a) != msgspec.json.encode(b):
-            return compare(
-                view_of_request(a),
-                view_of_request(b),
-                owners=owners,
-                reproduce=reproduce,
-                label_a="order A",
-                label_b="order B",
-            )
     base_headers, other_headers = base.headers, other.headers
-    for (_, header_a), (_, header_b) in zip(base_headers, other_headers, strict=False):
-        if header_bytes(header_a) != header_bytes(header_b):
-            return compare(
-                view_of_header(header_a),
-                view_of_header(header_b),
-                owners=owners,
-                reproduce=reproduce,
-                label_a="order A",
-                label_b="order B",
-            )
+    found = _first_differing(
+        zip(base_requests, other_requests, strict=False), msgspec.json.encode, view_of_request
+    ) or _first_differing(
+        ((a, b) for (_, a), (_, b) in zip(base_headers, other_headers, strict=False)),
+        header_bytes,
+        view_of_header,
+    )
+    if found is not None:
+        return compare(
+            *found, owners=owners, reproduce=reproduce, label_a="order A", label_b="order B"
+        )
     if len(base_requests) != len(other_requests) or len(base_headers) != len(other_headers):
         return compare_values(
             {"requests": len(base_requests), "headers": [r for r, _ in base_headers]},
