@@ -44,7 +44,7 @@ from harness.agent.session import (
     UserMessage,
 )
 from harness.agent.tools import ToolSchema
-from harness.paths import UnsafeName, safe_component
+from harness.paths import UnsafeName, refuse_case_twin, safe_component
 from harness.secrets import scan_secrets
 
 FORMAT_VERSION = 1
@@ -413,12 +413,14 @@ def write_atomic(path: Path, data: bytes) -> bool:
     """Write `data` to `path` through a temp file in the same folder and a rename.
 
     Returns False (and writes nothing) when the file already holds exactly `data`, so rewriting
-    unchanged content leaves mtimes and git alone. Refuses under CI.
+    unchanged content leaves mtimes and git alone. Refuses under CI (WriteRefused), and beside a
+    name that differs only in case (UnsafeName, see `paths.refuse_case_twin`).
     """
     if not writes_allowed():
         raise WriteRefused(
             f"refusing to write {path} under CI; refresh fixtures locally and commit them"
         )
+    refuse_case_twin(path)
     try:
         if path.read_bytes() == data:
             return False

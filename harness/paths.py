@@ -4,12 +4,18 @@ A name must not escape the folder it is joined to (`../`, absolute paths, NUL, d
 not be a reserved Windows device name, and must stay short enough for every filesystem. Unsafe
 names are rejected with a message rather than silently rewritten, except through
 `file_name_for`, which maps any test id to a distinct safe name (a hash keeps collisions apart).
+
+Names that differ only in case (`Foo`, `foo`) are one folder on macOS and Windows: a write next to
+such a twin is refused (`refuse_case_twin`), on every platform, so a repository never holds two
+scenarios that a case-insensitive checkout would merge.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+from pathlib import Path
 
 _SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 _WINDOWS_RESERVED = {
@@ -44,3 +50,37 @@ def file_name_for(text: str, max_length: int = 80) -> str:
     if head.split(".")[0].upper() in _WINDOWS_RESERVED:
         head = "x" + head[: max_length - 12]
     return f"{head}-{digest}"
+
+
+def case_twin(path: Path, levels: int = 2) -> tuple[Path, Path] | None:
+    """The first of `path`'s last `levels` components with a sibling whose name differs from it
+    only in case, as (component, sibling); None when there is none.
+
+    Two levels cover what the harness names: a scenario or pin folder and the file in it.
+    """
+    current = Path(path)
+    for _ in range(levels):
+        parent, name = current.parent, current.name
+        if not name or parent == current:
+            break
+        try:
+            siblings = os.listdir(parent)
+        except OSError:  # no such folder yet (nothing to collide with), or unreadable
+            siblings = []
+        folded = name.casefold()
+        for sibling in siblings:
+            if sibling != name and sibling.casefold() == folded:
+                return current, parent / sibling
+        current = parent
+    return None
+
+
+def refuse_case_twin(path: Path) -> None:
+    """UnsafeName when writing `path` would put a name beside one that differs only in case."""
+    twin = case_twin(path)
+    if twin is not None:
+        mine, theirs = twin
+        raise UnsafeName(
+            f"refusing to write {path}: {mine.name!r} differs from the existing {theirs} only in "
+            "case, and the two are one folder on macOS and Windows; rename one of them"
+        )

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import msgspec
 
-from harness.agent.session import Header
+from harness.agent.session import Header, header_equals
 from harness.agent.tools import ToolSchema
 from harness.drift import DriftReport, compare, view_of_header
 from harness.fixture import (
@@ -126,6 +126,8 @@ def check_against_pin(
             system=pin.system if pin.system else msgspec.UNSET,
             tools=tools if tools else msgspec.UNSET,
         )
+        if header_equals(pinned, header):
+            continue  # the byte-equality the report would find, without building its views
         report = compare(
             view_of_header(pinned),
             view_of_header(header),

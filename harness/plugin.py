@@ -48,7 +48,7 @@ from harness.fixture import (
     write_atomic,
     writes_allowed,
 )
-from harness.paths import UnsafeName, safe_component
+from harness.paths import UnsafeName, refuse_case_twin, safe_component
 from harness.secrets import refuse_secrets
 
 if TYPE_CHECKING:  # the rest of the harness is imported when a fixture first needs it
@@ -133,6 +133,7 @@ class Settings:
     moves: list[tuple[str, str]] = field(default_factory=list)
     used: set[str] = field(default_factory=set)
     written: list[Path] = field(default_factory=list)
+    unwritten: list[str] = field(default_factory=list)  # writes the controller could not make
     deselected: int = 0
 
     def seed_for(self, nodeid: str) -> int:
@@ -272,6 +273,11 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 def _queue_write(item: pytest.Item, files: Sequence[FileContents]) -> None:
+    for path, _ in files:
+        try:
+            refuse_case_twin(Path(path))  # the test fails here, before the controller is asked
+        except UnsafeName as error:
+            pytest.fail(str(error), pytrace=False)
     for path, data in files:
         item.user_properties.append(
             (PROP_WRITE, {"path": str(path), "data": base64.b64encode(data).decode("ascii")})
@@ -309,8 +315,11 @@ class _Controller:
         for key, value in report.user_properties:
             if key == PROP_WRITE and settings.mode in WRITING_MODES and writes_allowed():
                 path = Path(value["path"])
-                if write_atomic(path, base64.b64decode(value["data"])):
-                    settings.written.append(path)
+                try:
+                    if write_atomic(path, base64.b64decode(value["data"])):
+                        settings.written.append(path)
+                except (UnsafeName, OSError) as error:  # a twin made meanwhile, a full disk...
+                    settings.unwritten.append(f"{path}: {error}")
             elif key == PROP_DRIFT:
                 settings.drifts.append(value)
             elif key == PROP_USED:
@@ -752,6 +761,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if hasattr(config, "workerinput"):
         return
     settings = config.stash[SETTINGS]
+    if settings.unwritten and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a recording that was not saved
     settings_unused = _unused(settings) if _full_run(session, settings) else []
     config.stash[_UNUSED] = settings_unused
     if (
@@ -790,6 +801,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
             write(f"  {nodeid}: {reason}")
     for path in s.written:
         write(f"wrote {path}")
+    for problem in s.unwritten:
+        write(f"could not write {problem}", red=True)
     if unused:
         deleted = s.mode == "update" and writes_allowed()
         write(f"{len(unused)} unused recorded scenario(s){' deleted' if deleted else ''}:")

@@ -299,7 +299,9 @@ def test_an_unknown_mode_in_ini_is_a_usage_error(pytester: pytest.Pytester) -> N
     assert "harness_mode must be one of" in result.stderr.str()
 
 
-def test_header_snapshot_stores_exact_bytes_and_reports_drift(pytester: pytest.Pytester) -> None:
+def test_header_snapshot_stores_exact_bytes_and_reports_drift(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pytester.makepyfile(
         test_snap="""
 import os
@@ -319,10 +321,8 @@ def test_header(header_snapshot):
         b'{"config":{"provider":"p","model":"m"},"system":"system text","tools":[{"name":"a"'
     )
     run(pytester).assert_outcomes(passed=1)
-    pytester_env = {"TOOLS": "b,a"}
-    result = pytester.run(
-        "env", *(f"{k}={v}" for k, v in pytester_env.items()), "python", "-m", "pytest"
-    )
+    monkeypatch.setenv("TOOLS", "b,a")
+    result = run(pytester)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     out = result.stdout.str()
     assert "tools_changed" in out and "reorder" in out

@@ -18,8 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.capture import cassette_path_for
-from harness.fixture import FixtureError, load_fixture
-from harness.paths import UnsafeName, file_name_for, safe_component
+from harness.fixture import FixtureError, load_fixture, write_atomic
+from harness.paths import UnsafeName, case_twin, file_name_for, safe_component
 
 from .conftest import SCENARIO_IMPORTS, Cli, inner_pytest, one_line, scenario_source, tree
 
@@ -356,3 +356,64 @@ def test_a_scenario_file_with_an_unsafe_name_is_a_fixture_error(
     code, _, err = cli("record", "fixtures/text-turn")
     assert code == 2 and "fixtures/text-turn/scenario.json" in one_line(err)
     assert tree(project) == before
+
+
+# -- names that differ only in case -------------------------------------------------------------
+
+
+def test_a_write_beside_a_case_twin_is_refused_and_writes_nothing(
+    tmp_path: Path, no_ci: None
+) -> None:
+    (tmp_path / "fixtures" / "greeting").mkdir(parents=True)
+    (tmp_path / "fixtures" / "greeting" / "log.json").write_bytes(b"old")
+    before = tree(tmp_path)
+    for target in ("fixtures/Greeting/log.json", "fixtures/greeting/LOG.json"):
+        with pytest.raises(UnsafeName, match="only in case") as caught:
+            write_atomic(tmp_path / target, b"new")
+        assert str(tmp_path / target) in str(caught.value)
+    assert tree(tmp_path) == before
+    assert not (tmp_path / "fixtures" / "Greeting").exists()
+    assert write_atomic(tmp_path / "fixtures" / "greeting" / "log.json", b"new")  # itself: fine
+
+
+def test_case_twin_finds_the_sibling_and_ignores_exact_names(tmp_path: Path) -> None:
+    (tmp_path / "pins" / "Default").mkdir(parents=True)
+    assert case_twin(tmp_path / "pins" / "default" / "x.md") == (
+        tmp_path / "pins" / "default",
+        tmp_path / "pins" / "Default",
+    )
+    assert case_twin(tmp_path / "pins" / "Default" / "x.md") is None
+    assert case_twin(tmp_path / "missing" / "folder" / "x.md") is None
+
+
+def test_the_cli_refuses_to_record_a_case_twin_scenario(project: Path, cli: Cli) -> None:
+    twin = project / "fixtures" / "Text-Turn"
+    twin.mkdir()
+    data = json.loads((project / "fixtures/text-turn/scenario.json").read_bytes())
+    data["name"] = "Text-Turn"
+    (twin / "scenario.json").write_text(json.dumps(data, indent=2) + "\n")
+    before = tree(project)
+    code, _, err = cli("record", "fixtures/Text-Turn")
+    assert code == 2
+    line = one_line(err)
+    assert "only in case" in line and "fixtures/text-turn" in line
+    assert tree(project) == before
+
+
+def test_the_plugin_fails_a_test_recording_a_case_twin(
+    pytester: pytest.Pytester, no_ci: None
+) -> None:
+    pytester.makepyfile(
+        test_twin=SCENARIO_IMPORTS
+        + "\n\ndef test_twin(agent_harness):\n    agent_harness.check("
+        + scenario_source("Greeting")
+        + ")\n"
+    )
+    (pytester.path / "fixtures" / "greeting").mkdir(parents=True)
+    before = tree(pytester.path)
+    result = inner_pytest(pytester, "-p", "no:randomly", "--harness-mode=record")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "'Greeting' differs from the existing" in out and "only in case" in out
+    assert "Traceback" not in out
+    assert tree(pytester.path) == before
