@@ -199,10 +199,10 @@ def notes(figures: Figures) -> list[str]:
             f" the fixture, {_ms(small.pin_scan_s)} on the tool pin, which each replay reads"
             f" again), against {_ms(small.decode_s)} for msgspec to decode the files; the rest"
             " is booting the plugins and the first step. The peer's cost grows with every"
-            " request, so the ratio grows with the transcript. The scan's regexes run at a few"
-            " MB/s; skipping a pattern when the text lacks the literal it requires (`sk-`,"
-            " `Bearer`, `AKIA`, ...; the keyword pattern by a lower-cased search on ASCII"
-            " text) gives the same findings much faster."
+            " request, so the ratio grows with the transcript. The scan already skips a"
+            " pattern whose required literal (`sk-`, `Bearer`, `AKIA`, ...) is absent, so what"
+            " it costs is one substring search per literal over every file; a single-pass"
+            " multi-literal search would need a dependency (an Aho-Corasick automaton)."
         )
     big = figures.big
     if big is not None and big.replay_s >= 1.0:
@@ -223,10 +223,12 @@ def notes(figures: Figures) -> list[str]:
             " registry of deep-frozen schemas would make that an identity check (in-place"
             " edits of a registered schema would then raise: an API change, not made here)."
             " And each request holds the whole conversation as a tuple of its own, so a step"
-            " costs time in proportion to the conversation so far: building that tuple,"
-            " freeing it, and the garbage collector's pass over it (the same replay with the"
-            f" collector off takes {_ms(big.no_gc_s)}). Sharing the conversation between"
-            " requests would need another request type in the runtime. Loading the files"
+            " costs time in proportion to the conversation so far: building that tuple and"
+            " freeing it. The garbage collector's passes over the growing log cost the rest"
+            f" (the same replay with the collector off takes {_ms(big.no_gc_s)}; making the"
+            " message types untracked, `gc=False`, did not change it). Sharing the"
+            " conversation between requests would need another request type in the runtime."
+            " Loading the files"
             f" adds {_ms(big.load_s)} (reading, strict decoding and the secret scan)."
         )
     for shuffle in figures.shuffles:
