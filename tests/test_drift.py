@@ -8,6 +8,7 @@ import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pointer_oracle import MISSING, child, member_span, pointer_tokens
 
 from harness.agent.llm import Request
 from harness.agent.session import LlmConfig, Message, TextBlock, canonical_header
@@ -415,57 +416,6 @@ def _enc(value: Any) -> bytes:
     return msgspec.json.encode(value)
 
 
-def _tokens(pointer: str) -> list[str]:
-    if pointer == "":
-        return []
-    assert pointer.startswith("/")
-    return [t.replace("~1", "/").replace("~0", "~") for t in pointer[1:].split("/")]
-
-
-_MISSING = object()
-
-
-def _child(node: Any, token: str) -> Any:
-    if isinstance(node, dict):
-        return node.get(token, _MISSING)
-    if isinstance(node, list) and token.isdigit() and int(token) < len(node):
-        return node[int(token)]
-    return _MISSING
-
-
-def _span(value: Any, tokens: list[str]) -> tuple[int, int] | None:
-    """Bytes of the member `tokens` names in encode(value): its separator, key and value."""
-    start, end = 0, len(_enc(value))
-    member_start = start
-    node = value
-    for token in tokens:
-        position = start + 1  # after "{" or "["
-        if isinstance(node, dict):
-            if token not in node:
-                return None
-            for index, (key, item) in enumerate(node.items()):
-                member = _enc(key) + b":" + _enc(item)
-                if key == token:
-                    member_start = position - 1 if index else position
-                    start = position + len(_enc(key)) + 1
-                    end = start + len(_enc(item))
-                    break
-                position += len(member) + 1
-            node = node[token]
-        elif isinstance(node, list):
-            index = int(token)
-            if index >= len(node):
-                return None
-            for item in node[:index]:
-                position += len(_enc(item)) + 1
-            member_start = position - 1 if index else position
-            start, end = position, position + len(_enc(node[index]))
-            node = node[index]
-        else:
-            return None
-    return member_start, end
-
-
 @settings(max_examples=400, deadline=None)
 @given(json_pairs())
 def test_first_difference_agrees_with_the_first_differing_byte(pair: tuple[Any, Any]) -> None:
@@ -478,7 +428,7 @@ def test_first_difference_agrees_with_the_first_differing_byte(pair: tuple[Any, 
     assert pointer is not None
     offset = compare_values(a, b).offset
     assert bytes_a[:offset] == bytes_b[:offset] and bytes_a[offset:] != bytes_b[offset:]
-    tokens = _tokens(pointer)
+    tokens = pointer_tokens(pointer)
     node_a, node_b = a, b
     for depth, token in enumerate(tokens):
         # every earlier sibling encodes identically, keys included
@@ -493,11 +443,11 @@ def test_first_difference_agrees_with_the_first_differing_byte(pair: tuple[Any, 
             assert isinstance(node_a, list) and isinstance(node_b, list)
             index = int(token)
             assert [_enc(v) for v in node_a[:index]] == [_enc(v) for v in node_b[:index]]
-        node_a, node_b = _child(node_a, token), _child(node_b, token)
+        node_a, node_b = child(node_a, token), child(node_b, token)
         if depth < len(tokens) - 1:
-            assert node_a is not _MISSING and node_b is not _MISSING
+            assert node_a is not MISSING and node_b is not MISSING
     # the pointer's value differs, or is missing on one side
-    assert node_a is _MISSING or node_b is _MISSING or _enc(node_a) != _enc(node_b)
+    assert node_a is MISSING or node_b is MISSING or _enc(node_a) != _enc(node_b)
     # and it is the deepest such place: two arrays always have a differing element to name, and
     # two objects are only named themselves when a key was renamed or reordered
     assert not (isinstance(node_a, list) and isinstance(node_b, list)), pointer
@@ -516,7 +466,7 @@ def test_first_difference_agrees_with_the_first_differing_byte(pair: tuple[Any, 
         assert key_a != key_b, (pointer, "a changed value should be descended into")
         assert (key_a in node_b) == (key_b in node_a), (pointer, "a one-sided key should be named")
     # and the first differing byte lies inside that member, on one side or both
-    spans = [span for span in (_span(a, tokens), _span(b, tokens)) if span is not None]
+    spans = [span for span in (member_span(a, tokens), member_span(b, tokens)) if span is not None]
     assert spans
     assert any(start <= offset < end for start, end in spans), (pointer, offset, spans)
 

@@ -13,6 +13,7 @@ import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pointer_oracle import MISSING, child, member_span, pointer_tokens
 
 from harness.agent.system_prompt import TOOL_ORDER_REST, ToolOrderError, order_tools
 from harness.agent.tools import ToolSchema
@@ -397,47 +398,6 @@ def _enc(value: Any) -> bytes:
     return msgspec.json.encode(value)
 
 
-def _tokens(pointer: str) -> list[str]:
-    if not pointer:
-        return []
-    return [t.replace("~1", "/").replace("~0", "~") for t in pointer[1:].split("/")]
-
-
-_MISSING = object()
-
-
-def _child(node: Any, token: str) -> Any:
-    if isinstance(node, dict):
-        return node.get(token, _MISSING)
-    if isinstance(node, list) and token.isdigit() and int(token) < len(node):
-        return node[int(token)]
-    return _MISSING
-
-
-def _span(document: Any, tokens: list[str]) -> tuple[int, int] | None:
-    """The bytes of the member `tokens` names in encode(document): separator, key and value."""
-    start, end, node = 0, len(_enc(document)), document
-    for token in tokens:
-        position = start + 1
-        if isinstance(node, dict) and token in node:
-            for index, (key, item) in enumerate(node.items()):
-                if key == token:
-                    member_start = position - 1 if index else position
-                    start = position + len(_enc(key)) + 1
-                    end = start + len(_enc(item))
-                    break
-                position += len(_enc(key)) + 1 + len(_enc(item)) + 1
-            node = node[token]
-        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
-            for item in node[: int(token)]:
-                position += len(_enc(item)) + 1
-            member_start = position - 1 if int(token) else position
-            start, end, node = position, position + len(_enc(node[int(token)])), node[int(token)]
-        else:
-            return None
-    return (member_start, end) if tokens else (0, end)
-
-
 @settings(FAST, max_examples=200)
 @given(view_pairs())
 def test_the_drift_report_points_at_the_real_first_difference(
@@ -457,15 +417,15 @@ def test_the_drift_report_points_at_the_real_first_difference(
     assert offset == min(len(bytes_a), len(bytes_b)) or bytes_a[offset] != bytes_b[offset]
 
     doc_a, doc_b = msgspec.json.decode(bytes_a), msgspec.json.decode(bytes_b)
-    tokens = _tokens(report.pointer)
+    tokens = pointer_tokens(report.pointer)
     node_a, node_b = doc_a, doc_b
     for depth, token in enumerate(tokens):
-        node_a, node_b = _child(node_a, token), _child(node_b, token)
+        node_a, node_b = child(node_a, token), child(node_b, token)
         if depth < len(tokens) - 1:  # only the last step may be missing on one side
-            assert node_a is not _MISSING and node_b is not _MISSING, report.pointer
-    assert node_a is not _MISSING or node_b is not _MISSING
-    assert node_a is _MISSING or node_b is _MISSING or _enc(node_a) != _enc(node_b)
-    spans = [s for s in (_span(doc_a, tokens), _span(doc_b, tokens)) if s is not None]
+            assert node_a is not MISSING and node_b is not MISSING, report.pointer
+    assert node_a is not MISSING or node_b is not MISSING
+    assert node_a is MISSING or node_b is MISSING or _enc(node_a) != _enc(node_b)
+    spans = [s for s in (member_span(doc_a, tokens), member_span(doc_b, tokens)) if s is not None]
     assert any(start <= offset < end for start, end in spans), (report.pointer, offset, spans)
 
     # the verdict names the first block, in cache order, whose bytes differ
