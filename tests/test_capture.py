@@ -16,6 +16,7 @@ import httpx2
 import msgspec
 import openai
 import pytest
+from stand_ins import anthropic_message
 
 from harness.capture import (
     REDACTED,
@@ -43,19 +44,6 @@ CHAT_URL = "https://api.openai.com/v1/chat/completions"
 RESPONSES_URL = "https://api.openai.com/v1/responses"
 
 # -- stand-in provider answers ------------------------------------------------------------------
-
-
-def anthropic_message(text: str = "Sunny.") -> dict[str, Any]:
-    return {
-        "id": "msg_01",
-        "type": "message",
-        "role": "assistant",
-        "model": "claude-test",
-        "content": [{"type": "text", "text": text}],
-        "stop_reason": "end_turn",
-        "stop_sequence": None,
-        "usage": {"input_tokens": 10, "output_tokens": 2},
-    }
 
 
 def anthropic_events(text: str = "Sunny today.") -> bytes:

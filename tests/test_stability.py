@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx2
 import pytest
+from stand_ins import anthropic_message
 
 from harness.agent.llm import Request
 from harness.agent.session import Header, LlmConfig
@@ -250,19 +251,7 @@ def test_hash_seed_runs_need_importable_builds_and_units() -> None:
 
 
 def provider(request: httpx2.Request) -> httpx2.Response:
-    return httpx2.Response(
-        200,
-        json={
-            "id": "msg_01",
-            "type": "message",
-            "role": "assistant",
-            "model": "claude-test",
-            "content": [{"type": "text", "text": "ok"}],
-            "stop_reason": "end_turn",
-            "stop_sequence": None,
-            "usage": {"input_tokens": 1, "output_tokens": 1},
-        },
-    )
+    return httpx2.Response(200, json=anthropic_message("ok"))
 
 
 def send_racy(order: list[Any]) -> None:

@@ -14,6 +14,7 @@ import httpx2
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from stand_ins import anthropic_message
 
 from harness.capture import CaptureSession, SecretLeak, load_cassette
 from harness.fixture import SecretWarning, load_fixture
@@ -114,18 +115,7 @@ def test_harness_record_refuses_a_recording_holding_a_secret_and_writes_nothing(
 def provider(echo: bool = False) -> httpx2.MockTransport:
     def answer(request: httpx2.Request) -> httpx2.Response:
         text = request.content.decode() if echo else "Sunny."
-        return httpx2.Response(
-            200,
-            json={
-                "id": "msg_01",
-                "type": "message",
-                "role": "assistant",
-                "model": "claude-test",
-                "content": [{"type": "text", "text": text}],
-                "stop_reason": "end_turn",
-                "usage": {"input_tokens": 1, "output_tokens": 1},
-            },
-        )
+        return httpx2.Response(200, json=anthropic_message(text))
 
     return httpx2.MockTransport(answer)
 
