@@ -206,8 +206,6 @@ def test_record_then_check_under_ci_passes_and_writes_nothing(
     pytester: pytest.Pytester, flags: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = scenario_project(pytester)
-    monkeypatch.delenv("CI", raising=False)
-    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
     run(pytester, "--harness-mode=record", *flags).assert_outcomes(passed=1)
     recorded = files_of(root)
     assert {
@@ -229,8 +227,6 @@ def test_record_then_check_under_ci_passes_and_writes_nothing(
 def test_update_mode_rewrites_only_what_changed(
     pytester: pytest.Pytester, flags: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv("CI", raising=False)
-    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
     root = scenario_project(pytester)
     run(pytester, "--harness-mode=record", *flags).assert_outcomes(passed=1)
     before = files_of(root)

@@ -23,8 +23,6 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A copy of the shipped fixtures and pins, so tests may edit and rewrite them."""
     shutil.copytree(ROOT / "fixtures", tmp_path / "fixtures")
     shutil.copytree(ROOT / "snapshots" / "headers", tmp_path / "snapshots" / "headers")
-    for name in ("CI", "GITHUB_ACTIONS"):
-        monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(tmp_path)
     return tmp_path
 

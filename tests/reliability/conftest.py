@@ -6,7 +6,6 @@ works on a copy under `tmp_path` (or under pytester's folder).
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 from collections.abc import Iterator
@@ -14,18 +13,12 @@ from pathlib import Path
 
 import pytest
 
-import harness.fixture
 from harness.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED_FIXTURES = ROOT / "fixtures"
 SHIPPED_PINS = ROOT / "snapshots" / "headers"
 SHIPPED = sorted(p.parent.name for p in SHIPPED_FIXTURES.glob("*/scenario.json"))
-
-CI_VARIABLES = (
-    *harness.fixture.CI_VARIABLES,
-    "GITHUB_STEP_SUMMARY",
-)
 
 # Key-shaped strings, assembled at run time so no source file holds one literally.
 ANTHROPIC_KEY = "sk-ant-api03-" + "Zq7Wm2" * 10 + "-AbCd"
@@ -54,14 +47,7 @@ def tree(root: Path) -> dict[str, bytes]:
 
 
 @pytest.fixture
-def no_ci(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Writes are allowed: no CI variable is set (subprocesses inherit this environment)."""
-    for name in CI_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
-
-
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_ci: None) -> Iterator[Path]:
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A copy of the shipped fixtures and pins as the working folder."""
     copy_project(tmp_path)
     monkeypatch.chdir(tmp_path)
@@ -146,7 +132,3 @@ from harness.fixture import PinSpec, PluginSpec, Scenario, ToolSpec
 def temp_leftovers(root: Path) -> list[Path]:
     """Temp files `write_atomic` leaves behind when killed (`.name.XXXX.tmp`)."""
     return sorted(p for p in root.rglob(".*.tmp") if p.is_file())
-
-
-def env_without_ci() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k not in CI_VARIABLES}

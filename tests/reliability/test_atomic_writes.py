@@ -37,7 +37,6 @@ from .conftest import (
     SCENARIO_IMPORTS,
     Cli,
     copy_project,
-    env_without_ci,
     inner_pytest,
     scenario_source,
     temp_leftovers,
@@ -99,7 +98,6 @@ def kill_during_write(path: Path, data: bytes, where: str, tmp_path: Path) -> No
     done = subprocess.run(
         [sys.executable, "-c", KILLER, str(path), str(payload), where],
         capture_output=True,
-        env=env_without_ci(),
         timeout=60,
     )
     assert done.returncode == -signal.SIGKILL, (done.returncode, done.stderr.decode())
@@ -170,7 +168,7 @@ def test_an_exception_during_the_write_leaves_the_old_file_and_no_temp(
 
 
 def test_the_collector_ignores_leftover_temp_files(
-    pytester: pytest.Pytester, no_ci: None, tmp_path: Path
+    pytester: pytest.Pytester, tmp_path: Path
 ) -> None:
     copy_project(pytester.path)
     log = pytester.path / LOG
@@ -219,9 +217,7 @@ for _ in range(rounds):  # alternate, so every round really writes
 """
 
 
-def test_concurrent_writers_never_leave_a_partial_or_interleaved_file(
-    tmp_path: Path, no_ci: None
-) -> None:
+def test_concurrent_writers_never_leave_a_partial_or_interleaved_file(tmp_path: Path) -> None:
     target = tmp_path / "fixtures" / "busy" / "answers.json"
     payloads = [
         encode(AnswersFile(scenario="busy", answers=(ScriptedReply(text=chr(65 + i) * 300_000),)))
@@ -235,7 +231,6 @@ def test_concurrent_writers_never_leave_a_partial_or_interleaved_file(
     writers = [
         subprocess.Popen(
             [sys.executable, "-c", WRITER, str(target), str(files[i]), "15", str(files[i ^ 1])],
-            env=env_without_ci(),
         )
         for i in range(len(payloads))
     ]
@@ -293,7 +288,7 @@ def assert_valid(files: dict[str, bytes]) -> None:
 
 
 def test_xdist_workers_recording_the_same_pin_never_interleave_a_file(
-    pytester: pytest.Pytester, no_ci: None
+    pytester: pytest.Pytester,
 ) -> None:
     root = recording_project(pytester)
     inner_pytest(pytester, "-p", "no:randomly", "--harness-mode=record").assert_outcomes(passed=4)

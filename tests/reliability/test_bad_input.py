@@ -294,7 +294,7 @@ DAMAGES: dict[str, Damage] = {
 
 
 def test_a_damaged_recording_is_a_collection_error_naming_the_file(
-    pytester: pytest.Pytester, no_ci: None
+    pytester: pytest.Pytester,
 ) -> None:
     copy_project(pytester.path)
     for copy in ("wrong-type", "huge"):
@@ -323,7 +323,7 @@ def test_a_damaged_recording_is_a_collection_error_naming_the_file(
 
 
 def test_a_deeply_nested_recording_is_a_one_line_collection_error(
-    pytester: pytest.Pytester, no_ci: None
+    pytester: pytest.Pytester,
 ) -> None:
     copy_project(pytester.path)
     (pytester.path / "fixtures/resume/log.json").write_bytes(
@@ -341,7 +341,7 @@ def test_a_deeply_nested_recording_is_a_one_line_collection_error(
 
 
 def test_a_damaged_recording_used_by_agent_harness_fails_with_one_line(
-    pytester: pytest.Pytester, no_ci: None
+    pytester: pytest.Pytester,
 ) -> None:
     copy_project(pytester.path)
     log = pytester.path / "fixtures/text-turn/log.json"
@@ -356,9 +356,7 @@ def test_a_damaged_recording_used_by_agent_harness_fails_with_one_line(
     assert POSITION.search(out) and "Traceback" not in out and "def decode" not in out
 
 
-def test_a_damaged_cassette_fails_the_test_with_one_line(
-    pytester: pytest.Pytester, no_ci: None
-) -> None:
+def test_a_damaged_cassette_fails_the_test_with_one_line(pytester: pytest.Pytester) -> None:
     cassette = pytester.path / "fixtures/cassettes/test_use/test_use.json"
     cassette.parent.mkdir(parents=True)
     cassette.write_bytes(b'{"kind": "harness/capture", "format": 1, "exchanges": [')

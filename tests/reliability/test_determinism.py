@@ -8,6 +8,7 @@ different seeds. A drifting pin is planted so the verdicts mix passes and failur
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import SHIPPED, copy_project, env_without_ci, inner_pytest, tree
+from .conftest import SHIPPED, copy_project, inner_pytest, tree
 
 VERDICT_COLUMNS = ("scenario", "expect", "replay", "rebuild", "pin", "verdict")
 
@@ -29,7 +30,7 @@ def plant_drift(root: Path) -> None:
 
 
 def check_in_subprocess(root: Path, seed: int, hash_seed: int) -> subprocess.Popen[bytes]:
-    env = {**env_without_ci(), "PYTHONHASHSEED": str(hash_seed)}
+    env = {**os.environ, "PYTHONHASHSEED": str(hash_seed)}
     command = [sys.executable, "-m", "harness.cli", "check", "fixtures", "--shuffle", "4"]
     return subprocess.Popen(
         [*command, "--seed", str(seed)],
@@ -54,9 +55,7 @@ def table(stdout: str) -> dict[str, dict[str, str]]:
     return rows
 
 
-def test_harness_check_gives_the_same_verdicts_every_run_and_every_seed(
-    tmp_path: Path, no_ci: None
-) -> None:
+def test_harness_check_gives_the_same_verdicts_every_run_and_every_seed(tmp_path: Path) -> None:
     root = copy_project(tmp_path)
     plant_drift(root)  # so the verdicts mix "ok", "DRIFT" and "caught (expected unstable)"
     before = tree(root)
@@ -99,7 +98,7 @@ def verdicts_under(pytester: pytest.Pytester, seed: int) -> tuple[dict[str, str]
 
 
 def test_collected_scenarios_get_the_same_verdicts_under_any_randomly_seed(
-    pytester: pytest.Pytester, no_ci: None
+    pytester: pytest.Pytester,
 ) -> None:
     copy_project(pytester.path)
     plant_drift(pytester.path)

@@ -276,7 +276,7 @@ NASTY_SCENARIO_NAMES = [
 
 
 def test_an_unsafe_scenario_name_fails_cleanly_and_writes_nothing(
-    pytester: pytest.Pytester, no_ci: None
+    pytester: pytest.Pytester,
 ) -> None:
     outside = pytester.path.parent / f"{pytester.path.name}-evil-abs"
     names = [n.replace("{abs}", str(outside)) for n in NASTY_SCENARIO_NAMES]
@@ -312,7 +312,7 @@ PIN_TEST = (
 )
 
 
-def test_an_unsafe_pin_name_writes_nothing(pytester: pytest.Pytester, no_ci: None) -> None:
+def test_an_unsafe_pin_name_writes_nothing(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_pin=PIN_TEST)
     pytester.makeini("[pytest]\nharness_fixtures = project/fixtures\n")
     before = tree(pytester.path)
@@ -322,7 +322,7 @@ def test_an_unsafe_pin_name_writes_nothing(pytester: pytest.Pytester, no_ci: Non
     assert not (pytester.path / "project").exists()
 
 
-def test_an_unsafe_pin_name_fails_cleanly(pytester: pytest.Pytester, no_ci: None) -> None:
+def test_an_unsafe_pin_name_fails_cleanly(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_pin=PIN_TEST)
     result = inner_pytest(pytester, "-p", "no:randomly", "--harness-mode=record")
     result.assert_outcomes(failed=1)
@@ -361,9 +361,7 @@ def test_a_scenario_file_with_an_unsafe_name_is_a_fixture_error(
 # -- names that differ only in case -------------------------------------------------------------
 
 
-def test_a_write_beside_a_case_twin_is_refused_and_writes_nothing(
-    tmp_path: Path, no_ci: None
-) -> None:
+def test_a_write_beside_a_case_twin_is_refused_and_writes_nothing(tmp_path: Path) -> None:
     (tmp_path / "fixtures" / "greeting").mkdir(parents=True)
     (tmp_path / "fixtures" / "greeting" / "log.json").write_bytes(b"old")
     before = tree(tmp_path)
@@ -400,9 +398,7 @@ def test_the_cli_refuses_to_record_a_case_twin_scenario(project: Path, cli: Cli)
     assert tree(project) == before
 
 
-def test_the_plugin_fails_a_test_recording_a_case_twin(
-    pytester: pytest.Pytester, no_ci: None
-) -> None:
+def test_the_plugin_fails_a_test_recording_a_case_twin(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(
         test_twin=SCENARIO_IMPORTS
         + "\n\ndef test_twin(agent_harness):\n    agent_harness.check("

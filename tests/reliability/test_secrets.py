@@ -208,7 +208,7 @@ def test_leaks(header_capture):
 
 
 def test_the_plugin_fails_a_leaking_capture_and_writes_no_cassette(
-    pytester: pytest.Pytester, no_ci: None
+    pytester: pytest.Pytester,
 ) -> None:
     pytester.makeconftest(PLUGIN_CONFTEST)
     pytester.makepyfile(test_leak=PLUGIN_TEST)
@@ -222,7 +222,7 @@ def test_the_plugin_fails_a_leaking_capture_and_writes_no_cassette(
 
 
 def test_the_plugin_refuses_a_scenario_recording_holding_a_secret(
-    pytester: pytest.Pytester, no_ci: None
+    pytester: pytest.Pytester,
 ) -> None:
     source = scenario_source("leaky", tool_result="KEY").replace("'KEY'", "KEY")
     pytester.makepyfile(
@@ -239,9 +239,7 @@ def test_the_plugin_refuses_a_scenario_recording_holding_a_secret(
     assert not (pytester.path / "snapshots").exists()
 
 
-def test_the_plugin_never_writes_a_secret_into_scenario_json(
-    pytester: pytest.Pytester, no_ci: None
-) -> None:
+def test_the_plugin_never_writes_a_secret_into_scenario_json(pytester: pytest.Pytester) -> None:
     source = scenario_source("leaky", description="KEY").replace("'KEY'", "KEY")
     pytester.makepyfile(
         test_leak=SCENARIO_IMPORTS
