@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.timing import timed
-from harness.fixture import Fixture, load_fixture
-from harness.replay import ReplayResult, replay_fixture
+from harness.fixture import load_fixture
+from harness.replay import replay_fixture
 
 
 @dataclass(frozen=True)
@@ -31,15 +31,6 @@ class CheckFigure:
     @property
     def steps_per_s(self) -> float:
         return self.steps / self.total_s
-
-
-def check(folder: Path) -> tuple[Fixture, ReplayResult]:
-    fixture = load_fixture(folder)
-    result = replay_fixture(fixture)
-    if not result.ok:
-        found = "; ".join(finding.message for finding in result.findings[:3])
-        raise AssertionError(f"{folder}: the replay found drift: {found}")
-    return fixture, result
 
 
 def measure(folder: Path, repeats: int) -> CheckFigure:
