@@ -27,7 +27,6 @@ from harness.fixture import (
     read,
     read_checked,
     warn_if_secret,
-    write_files,
 )
 from harness.paths import safe_component
 
@@ -78,10 +77,6 @@ def pin_files(root: Path, name: str, pin: Pin) -> list[FileContents]:
         (folder / SYSTEM_PIN, pin.system.encode("utf-8")),
         (folder / TOOLS_PIN, encode(pin.tools)),
     ]
-
-
-def save_pin(root: Path, name: str, pin: Pin) -> list[Path]:
-    return write_files(pin_files(root, name, pin))
 
 
 @dataclass(frozen=True)
