@@ -142,7 +142,12 @@ def test_stability_is_not_alphabetical_order() -> None:
         names.remove("search")
         return body([{"name": name} for name in ["search", *names]])
 
-    prove_stable(builtins_first, UNITS, permutations=5, seed=3)
+    result = prove_stable(builtins_first, UNITS, permutations=5, seed=3)
+    assert len(set(result.header_bytes)) == 1  # one header for every order...
+    assert len({tuple(order) for order in result.orders}) > 1  # ...of several orders
+    assert b'"search"' in result.header_bytes[0]
+    first_tool = result.header_bytes[0].index(b'"name"')
+    assert result.header_bytes[0][first_tool:].startswith(b'"name":"search"')  # not a-z order
 
 
 def test_a_difference_after_the_last_breakpoint_is_a_note_not_a_failure() -> None:

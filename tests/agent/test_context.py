@@ -136,6 +136,7 @@ async def test_parallel_runs_listeners_concurrently() -> None:
     ctx.on("e", b)
     # Run one after the other, each would wait forever for the other.
     await asyncio.wait_for(ctx.parallel("e"), timeout=2)
+    assert first.is_set() and second.is_set()
 
 
 @pytest.mark.anyio

@@ -803,7 +803,7 @@ def rebuildable_session() -> tuple[Session, Request]:
 
 def test_a_request_built_from_the_log_satisfies_the_rebuild_invariant() -> None:
     session, request = rebuildable_session()
-    check_rebuild_invariant(request, session)
+    assert check_rebuild_invariant(request, session) is None  # raises InvariantError otherwise
 
 
 @pytest.mark.parametrize(
