@@ -15,11 +15,13 @@ _EXPORTS = {
     "HeaderDrift": "harness.stability",
     "CaptureSession": "harness.capture",
     "current_session": "harness.capture",
-    "check_prefix_chain": "harness.providers",
+    "check_prefix_chain": "harness.prefix",
     "view_of_body": "harness.providers",
+    "register_provider": "harness.providers",
     "compare": "harness.drift",
     "DriftReport": "harness.drift",
-    "CacheView": "harness.drift",
+    "CacheView": "harness.views",
+    "HarnessError": "harness.errors",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -10,36 +10,21 @@ Exit codes (the same for every subcommand):
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import msgspec
 
-from harness.drift import CacheView, DriftReport, compare, compare_values, view_of_header
-from harness.fixture import (
-    Fixture,
-    FixtureError,
-    RecordedRequest,
-    RecordedRequestHeader,
-    RequestsFile,
-    ToolSchemasPin,
-    WriteRefused,
-    decode,
-    find_fixtures,
-    load_fixture,
-    read_checked,
-    with_position,
-    writes_allowed,
-)
-from harness.paths import UnsafeName
+from harness.check import ScenarioCheck, check_fixture, markdown_table, text_table
+from harness.ci import annotation, write_step_summary, writes_allowed
+from harness.diffing import diff_files
+from harness.errors import EXIT_DRIFT, EXIT_USAGE, FixtureError, HarnessError
+from harness.fixture import Fixture, RecordedRequestHeader, find_fixtures, load_fixture
 from harness.record import pins_root, record_fixture, write_recording
-from harness.replay import Finding, ReplayResult, replay_fixture
-from harness.secrets import SecretLeak
-from harness.shuffle import ShuffleResult, shuffle_fixture
+from harness.replay import Finding, replay_fixture, verdict
 
-EXIT_OK, EXIT_DRIFT, EXIT_USAGE = 0, 1, 2
+EXIT_OK = 0
 
 
 def out(text: str = "") -> None:
@@ -61,93 +46,19 @@ def _fixtures(paths: Sequence[str]) -> list[Fixture]:
     return [load_fixture(folder) for folder in folders]
 
 
-def _verdict(result: ReplayResult, shuffle: ShuffleResult | None) -> tuple[bool, str]:
-    if result.expected_unstable:
-        caught = result.caught or (shuffle is not None and not shuffle.stable)
-        return caught, "caught (expected unstable)" if caught else "NOT CAUGHT"
-    ok = result.ok and (shuffle is None or shuffle.stable)
-    return ok, "ok" if ok else "DRIFT"
+def _check_all(fixtures: list[Fixture], shuffles: int, seed: int) -> list[ScenarioCheck]:
+    return [check_fixture(fixture, shuffle=shuffles, seed=seed) for fixture in fixtures]
 
 
-def _shuffle_finding(shuffle: ShuffleResult) -> Finding:
-    message = (
-        f"registration shuffle: run {shuffle.runs} of seed {shuffle.seed} sent other bytes "
-        "than the identity order"
-    )
-    return Finding("shuffle", shuffle.message or message, shuffle.report)
-
-
-def _check_all(
-    fixtures: list[Fixture], shuffles: int, seed: int
-) -> list[tuple[Fixture, ReplayResult, ShuffleResult | None]]:
-    results = []
-    for fixture in fixtures:
-        result = replay_fixture(fixture)
-        shuffle = shuffle_fixture(fixture, count=shuffles, seed=seed) if shuffles > 0 else None
-        if shuffle is not None and not shuffle.stable:
-            result.findings.append(_shuffle_finding(shuffle))
-        results.append((fixture, result, shuffle))
-    return results
-
-
-def _table(rows: list[list[str]], header: list[str]) -> str:
-    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
-
-    def line(row: list[str]) -> str:
-        return "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip()
-
-    return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, rows)])
-
-
-def _summary_rows(
-    results: list[tuple[Fixture, ReplayResult, ShuffleResult | None]],
-) -> list[list[str]]:
-    rows = []
-    for fixture, result, shuffle in results:
-        counts = result.header_counts()
-        kinds = {f.kind for f in result.findings}
-        rows.append(
-            [
-                fixture.scenario.name,
-                fixture.scenario.expect,
-                str(result.steps),
-                str(len(result.run.recorder.requests) if result.run else 0),
-                f"{counts['initial']}/{counts['resume']}/{counts['change']}",
-                "drift" if kinds & {"log", "requests", "answers", "error"} else "ok",
-                "drift" if "rebuild" in kinds else "ok",
-                "-"
-                if shuffle is None
-                else ("ok" if shuffle.stable else "drift") + f" x{shuffle.runs}",
-                "-" if fixture.scenario.pin is None else ("drift" if "pin" in kinds else "ok"),
-                _verdict(result, shuffle)[1],
-            ]
-        )
-    return rows
-
-
-HEADERS = [
-    "scenario",
-    "expect",
-    "steps",
-    "requests",
-    "headers i/r/c",
-    "replay",
-    "rebuild",
-    "shuffle",
-    "pin",
-    "verdict",
-]
-
-
-def _print_findings(result: ReplayResult, *, fmt: str) -> None:
-    for finding in result.findings:
+def _print_findings(name: str, findings: list[Finding], *, fmt: str) -> None:
+    for finding in findings:
         if fmt == "markdown" and finding.report is not None:
-            out(f"### {result.fixture.scenario.name}: {finding.message}\n")
+            out(f"### {name}: {finding.message}\n")
             out(finding.report.to_markdown())
         elif fmt == "json" and finding.report is not None:
             out(finding.report.to_json().decode())
         else:
-            out(f"{result.fixture.scenario.name}: {finding.to_text()}")
+            out(f"{name}: {finding.to_text()}")
 
 
 # -- subcommands ---------------------------------------------------------------------------------
@@ -161,69 +72,63 @@ def cmd_demo(args: argparse.Namespace) -> int:
         f"{args.shuffle} registration orders each (identity, reversed, then seed {args.seed}), "
         "header pins, drift report\n"
     )
-    results = _check_all(fixtures, args.shuffle, args.seed)
-    out(_table(_summary_rows(results), HEADERS))
-    failed = [r for _, r, s in results if not _verdict(r, s)[0]]
-    for _, result, _ in results:
-        if result.expected_unstable and result.findings:
-            first = result.findings[0]
-            out(f"\nWhat the harness caught in {result.fixture.scenario.name} (expected):")
-            out(first.to_text())
-    for result in failed:
-        out(f"\nUnexpected drift in {result.fixture.scenario.name}:")
-        _print_findings(result, fmt="text")
-    out(f"\n{len(results) - len(failed)} of {len(results)} scenarios behave as expected.")
+    checks = _check_all(fixtures, args.shuffle, args.seed)
+    out(text_table(checks))
+    failed = [check for check in checks if not check.ok]
+    for check in checks:
+        if check.fixture.scenario.expect == "unstable" and check.observed:
+            out(f"\nWhat the harness caught in {check.scenario} (expected):")
+            out(check.observed[0].to_text())
+    for check in failed:
+        out(f"\nUnexpected drift in {check.scenario}:")
+        _print_findings(check.scenario, check.findings, fmt="text")
+    out(f"\n{len(checks) - len(failed)} of {len(checks)} scenarios behave as expected.")
     return EXIT_DRIFT if failed else EXIT_OK
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    results = _check_all(_fixtures(args.paths), args.shuffle, args.seed)
-    failed = [(r, s) for _, r, s in results if not _verdict(r, s)[0]]
+    checks = _check_all(_fixtures(args.paths), args.shuffle, args.seed)
+    failed = [check for check in checks if not check.ok]
     if args.format == "text":
-        out(_table(_summary_rows(results), HEADERS))
-    for result, _ in failed:
+        out(text_table(checks))
+    for check in failed:
         if args.format == "text":
             out("")
-        _print_findings(result, fmt=args.format)
-    _github_summary(results, failed)
+        _print_findings(check.scenario, check.findings, fmt=args.format)
+    _github(checks, failed)
     if args.format == "text":
         out(
-            f"\nharness check: {len(failed)} of {len(results)} scenarios drifted"
+            f"\nharness check: {len(failed)} of {len(checks)} scenarios drifted"
             if failed
-            else f"\nharness check: {len(results)} scenarios, no drift"
+            else f"\nharness check: {len(checks)} scenarios, no drift"
         )
     return EXIT_DRIFT if failed else EXIT_OK
 
 
-def _github_summary(
-    results: list[tuple[Fixture, ReplayResult, ShuffleResult | None]],
-    failed: list[tuple[ReplayResult, ShuffleResult | None]],
-) -> None:
-    summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if not summary or os.environ.get("GITHUB_ACTIONS") != "true":
-        return
-    lines = ["## Header drift", "", "| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
-    lines += ["| " + " | ".join(row) + " |" for row in _summary_rows(results)]
-    for result, _ in failed:
-        for finding in result.findings:
-            lines += ["", f"### {result.fixture.scenario.name}: {finding.message}"]
+def _github(checks: list[ScenarioCheck], failed: list[ScenarioCheck]) -> None:
+    lines = ["## Header drift", "", *markdown_table(checks)]
+    annotations = []
+    for check in failed:
+        for finding in check.findings:
+            lines += ["", f"### {check.scenario}: {finding.message}"]
             if finding.report is not None:
                 lines.append(finding.report.to_markdown())
-            print(f"::error file={result.fixture.folder}::{finding.message}")
-    with open(summary, "a", encoding="utf-8") as handle:
-        handle.write("\n".join(lines) + "\n")
+            annotations.append(annotation(finding.message, file=str(check.fixture.folder)))
+    if write_step_summary("\n".join(lines)):
+        for line in annotations:
+            print(line)
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
     failed = 0
     for fixture in _fixtures(args.paths):
         result = replay_fixture(fixture)
-        ok, verdict = _verdict(result, None)
+        ok, status = verdict(result.findings, result.expected_unstable)
         failed += not ok
         found = len(result.findings)
-        out(f"{fixture.scenario.name}: {verdict} ({result.steps} steps, {found} findings)")
+        out(f"{fixture.scenario.name}: {status} ({result.steps} steps, {found} findings)")
         if not ok or args.verbose:
-            _print_findings(result, fmt=args.format)
+            _print_findings(fixture.scenario.name, result.findings, fmt=args.format)
     return EXIT_DRIFT if failed else EXIT_OK
 
 
@@ -242,7 +147,7 @@ def cmd_refresh(args: argparse.Namespace) -> int:
     for fixture in _fixtures(args.paths):
         before = replay_fixture(fixture)
         if before.run is None:
-            _print_findings(before, fmt="text")
+            _print_findings(fixture.scenario.name, before.findings, fmt="text")
             return EXIT_DRIFT
         changed = write_recording(fixture.folder, before.run, answers=False)
         if not changed:
@@ -256,55 +161,8 @@ def cmd_refresh(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _load_json(path: Path) -> object:
-    data = read_checked(path, missing_hint="check the path")
-    try:
-        return msgspec.json.decode(data)
-    except msgspec.DecodeError as error:
-        raise FixtureError(path, f"is not valid JSON: {with_position(data, str(error))}") from None
-    except RecursionError:
-        raise FixtureError(path, "nests too deeply to be read") from None
-
-
-def _diff_report(a: Path, b: Path) -> DriftReport:
-    raw_a, raw_b = _load_json(a), _load_json(b)
-    kinds = {x.get("kind") if isinstance(x, dict) else None for x in (raw_a, raw_b)}
-    if kinds == {"harness/requests"}:
-        ra = decode(a.read_bytes(), RequestsFile, a).requests
-        rb = decode(b.read_bytes(), RequestsFile, b).requests
-        for x, y in zip(ra, rb, strict=False):
-            if msgspec.json.encode(x) != msgspec.json.encode(y):
-                return _request_report(x, y, a, b)
-        return compare_values(len(ra), len(rb), label_a=str(a), label_b=str(b))
-    if kinds == {"harness/tool-schemas"}:
-        pa = decode(a.read_bytes(), ToolSchemasPin, a)
-        pb = decode(b.read_bytes(), ToolSchemasPin, b)
-        from harness.agent.session import Header, LlmConfig
-
-        config = LlmConfig("pinned", "pinned")
-        return compare(
-            view_of_header(Header(config=config, tools=pa.initial)),
-            view_of_header(Header(config=config, tools=pb.initial)),
-            label_a=str(a),
-            label_b=str(b),
-        )
-    return compare_values(raw_a, raw_b, label_a=str(a), label_b=str(b))
-
-
-def _view_of_recorded(request: RecordedRequest) -> CacheView:
-    """A recorded request as a cache sees it (placeholders and digests compare as they are)."""
-    wire = msgspec.to_builtins(request)
-    blocks = {key: wire[key] for key in ("tools", "system", "messages") if key in wire}
-    settings = {k: v for k, v in wire.items() if k not in blocks and k != "session_id"}
-    return CacheView(settings, blocks)
-
-
-def _request_report(x: RecordedRequest, y: RecordedRequest, a: Path, b: Path) -> DriftReport:
-    return compare(_view_of_recorded(x), _view_of_recorded(y), label_a=str(a), label_b=str(b))
-
-
 def cmd_diff(args: argparse.Namespace) -> int:
-    report = _diff_report(Path(args.a), Path(args.b))
+    report = diff_files(Path(args.a), Path(args.b))
     if args.format == "markdown":
         out(report.to_markdown())
     elif args.format == "json":
@@ -316,6 +174,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 def cmd_show(args: argparse.Namespace) -> int:
     from harness.drift import volatile_hints
+    from harness.pins import load_pin
 
     for fixture in _fixtures(args.paths):
         scenario = fixture.scenario
@@ -329,8 +188,6 @@ def cmd_show(args: argparse.Namespace) -> int:
         if fixture.requests is not None:
             out(f"  {len(fixture.requests.requests)} requests")
         if scenario.pin is not None:
-            from harness.pins import load_pin
-
             pin = load_pin(pins_root(fixture.folder), scenario.pin.name)
             if pin is not None:
                 names = ", ".join(t.name for t in pin.tools.initial)
@@ -425,9 +282,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     try:
         return int(args.fn(args))
-    except (FixtureError, UnsafeName, WriteRefused, SecretLeak) as error:
+    except HarnessError as error:  # every error a user can cause: one line, its exit code
         print(f"harness {args.command}: {error}", file=sys.stderr)
-        return EXIT_USAGE
+        return error.exit_code
     except KeyboardInterrupt:
         return 130
 

@@ -1,4 +1,4 @@
-"""The fixture format: msgspec Structs for every file the harness writes, and their codec.
+"""The fixture format: a msgspec Struct for every file of a scenario folder, and the folder.
 
 A scenario lives in `fixtures/<name>/` as four JSON files, each opening with `format` and `kind`:
 
@@ -9,26 +9,19 @@ A scenario lives in `fixtures/<name>/` as four JSON files, each opening with `fo
 - `requests.json`  the frozen requests as dispatched, normalised the same way;
 - `answers.json`   the model's answers as recorded, which replay feeds back.
 
-Files are pretty-printed JSON in wire order (never key-sorted: key order is part of the bytes a
-provider caches), end with a newline, and are byte-identical when rewritten with the same content.
-Reading is strict: a file is checked for size, UTF-8, `format` and `kind` before it is decoded
-into its Struct, and every failure is a `FixtureError` naming the file and the position.
+Every file goes through the codec in `harness.files` (strict reads, stable pretty JSON in wire
+order, atomic writes); its names are re-exported here, where they used to live.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
-import re
-import stat
-import tempfile
-import warnings
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import msgspec
 
-from harness.agent.llm import ScriptedReply
+from harness.agent.llm import RequestFields, ScriptedReply
 from harness.agent.session import (
     AgentError,
     AssistantMessage,
@@ -44,54 +37,35 @@ from harness.agent.session import (
     UserMessage,
 )
 from harness.agent.tools import ToolSchema
-from harness.paths import UnsafeName, refuse_case_twin, safe_component
-from harness.secrets import scan_secrets
 
-FORMAT_VERSION = 1
-MAX_FILE_BYTES = 64 * 1024 * 1024
+# Re-exported from their homes (harness.ci, harness.errors, harness.files): they used to live here.
+from harness.ci import CI_VARIABLES as CI_VARIABLES
+from harness.ci import writes_allowed as writes_allowed
+from harness.errors import FixtureError as FixtureError
+from harness.errors import UnsafeName
+from harness.errors import WriteRefused as WriteRefused
+from harness.files import FORMAT_VERSION as FORMAT_VERSION
+from harness.files import MAX_FILE_BYTES as MAX_FILE_BYTES
+from harness.files import FileContents as FileContents
+from harness.files import SecretWarning as SecretWarning
+from harness.files import Versioned as Versioned
+from harness.files import decode as decode
+from harness.files import encode as encode
+from harness.files import read as read
+from harness.files import read_checked as read_checked
+from harness.files import warn_if_secret as warn_if_secret
+from harness.files import with_position as with_position
+from harness.files import write as write
+from harness.files import write_atomic as write_atomic
+from harness.files import write_files as write_files
+from harness.paths import safe_component
 
 SESSION_TOKEN = "{{session_id}}"
 TIME_TOKEN = "{{time}}"
 SYSTEM_TOKEN = "{{system}}"
 TOOLS_TOKEN = "{{tools}}"
 
-T = TypeVar("T", bound="Versioned")
-
-
-class FixtureError(Exception):
-    """A file the harness reads is missing, corrupt, truncated, of another version, or not ours.
-
-    `str(error)` is one line that names the file, what is wrong, and what to do.
-    """
-
-    def __init__(self, path: Path | str, problem: str, hint: str = "") -> None:
-        self.path = Path(path)
-        self.problem = problem
-        self.hint = hint
-        text = f"{path}: {problem}" + (f" ({hint})" if hint else "")
-        # msgspec quotes field names and values raw: a newline in a file must not split the
-        # message (or forge a CI annotation line), so control characters are escaped.
-        super().__init__(_CONTROL.sub(lambda m: repr(m.group())[1:-1], text))
-
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]")
-
-
-class WriteRefused(Exception):
-    """The harness was asked to write while it must not (CI, or check mode)."""
-
-
-class Versioned(msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag_field="kind"):
-    """Every file opens with its kind (a msgspec tag, so always written) and format version."""
-
-    format: int = FORMAT_VERSION
-
-
-class _Envelope(msgspec.Struct):
-    """Just enough of any file to know whether it is ours and which version."""
-
-    format: Any = msgspec.UNSET
-    kind: Any = msgspec.UNSET
+T = TypeVar("T", bound=Versioned)
 
 
 # -- scenario input ------------------------------------------------------------------------------
@@ -187,8 +161,8 @@ class Scenario(Versioned, frozen=True, kw_only=True, tag="harness/scenario"):
     name: str
     description: str = ""
     app: Literal["cli", "tui"] = "cli"
-    config: dict[str, Any] = {}
-    variables: dict[str, str] = {}
+    config: dict[str, Any] = msgspec.field(default_factory=dict)
+    variables: dict[str, str] = msgspec.field(default_factory=dict)
     plugins: tuple[PluginSpec, ...] = ()
     loops: tuple[tuple[str, ...], ...] = ()
     script: tuple[ScriptedReply, ...] = ()
@@ -244,13 +218,11 @@ class MessagesDigest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 class RecordedRequest(
-    msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forbid_unknown_fields=True
+    RequestFields, frozen=True, kw_only=True, omit_defaults=True, forbid_unknown_fields=True
 ):
-    provider: str
-    model: str
-    max_tokens: int = 1024
-    temperature: float | msgspec.UnsetType = msgspec.UNSET
-    system: str | msgspec.UnsetType = msgspec.UNSET
+    """A dispatched request as the requests file keeps it: its fields, tools as the pin holds
+    them (or `{{tools}}`), and its messages as a digest."""
+
     tools: tuple[ToolSchema, ...] | str | msgspec.UnsetType = msgspec.UNSET
     messages: MessagesDigest
     session_id: str
@@ -277,205 +249,6 @@ class ToolSchemasPin(Versioned, frozen=True, kw_only=True, tag="harness/tool-sch
 
     initial: tuple[ToolSchema, ...] = ()
     changes: tuple[tuple[ToolSchema, ...], ...] = ()
-
-
-# -- codec ---------------------------------------------------------------------------------------
-
-_encoder = msgspec.json.Encoder()
-
-
-def encode(value: Any) -> bytes:
-    """Pretty JSON in wire order with a trailing newline: stable bytes for the same content."""
-    return msgspec.json.format(_encoder.encode(value), indent=2) + b"\n"
-
-
-def with_position(data: bytes, message: str) -> str:
-    """msgspec's message with the line and column of the byte offset it names."""
-    match = re.search(r"byte (\d+)", message)
-    if match is None and "truncated" not in message:
-        return message
-    offset = int(match.group(1)) if match else len(data)
-    if match is None:
-        message = f"{message} at byte {offset}"
-    line = data.count(b"\n", 0, offset) + 1
-    column = offset - (data.rfind(b"\n", 0, offset) + 1) + 1
-    return f"{message} (line {line}, column {column})"
-
-
-def decode(data: bytes, kind: type[T], path: Path | str) -> T:
-    """Decode `data` strictly as `kind`; every failure is one FixtureError line naming `path`."""
-    if len(data) > MAX_FILE_BYTES:
-        raise FixtureError(
-            path,
-            f"is {len(data):,} bytes, over the {MAX_FILE_BYTES:,}-byte limit",
-            "not a fixture?",
-        )
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise FixtureError(
-            path, f"is not valid UTF-8 at byte {error.start}", "re-record it"
-        ) from None
-    try:
-        envelope = msgspec.json.decode(data, type=_Envelope)
-    except msgspec.ValidationError as error:  # a subclass of DecodeError: it must come first
-        raise FixtureError(path, f"is not a harness file: {error}") from None
-    except msgspec.DecodeError as error:
-        problem = (
-            "is empty"
-            if not data.strip()
-            else f"is not valid JSON: {with_position(data, str(error))}"
-        )
-        raise FixtureError(
-            path, problem, "truncated or corrupt; restore it from git or re-record"
-        ) from None
-    except RecursionError:
-        raise FixtureError(path, "nests too deeply to be a harness file") from None
-    expected_kind = kind.__struct_config__.tag
-    if envelope.kind is msgspec.UNSET or envelope.format is msgspec.UNSET:
-        raise FixtureError(path, 'is not a harness file (no "format" and "kind" fields)')
-    if envelope.kind != expected_kind:
-        raise FixtureError(path, f"holds {envelope.kind!r}, expected {expected_kind!r}")
-    if envelope.format != FORMAT_VERSION:
-        raise FixtureError(
-            path,
-            f"has format version {envelope.format!r}; this harness reads version {FORMAT_VERSION}",
-            "re-record it with this version, or use the harness version that wrote it",
-        )
-    try:
-        return msgspec.json.decode(data, type=kind)
-    except msgspec.DecodeError as error:
-        raise FixtureError(path, f"does not match the {expected_kind} format: {error}") from None
-    except RecursionError:
-        raise FixtureError(path, "nests too deeply to be a harness file") from None
-
-
-class SecretWarning(UserWarning):
-    """A file the harness read holds something key-shaped (it was written before redaction?)."""
-
-
-def warn_if_secret(path: Path | str, data: bytes) -> None:
-    findings = scan_secrets(data)
-    if findings:
-        shown = "; ".join(f.describe() for f in findings[:3])
-        warnings.warn(
-            SecretWarning(
-                f"{path} holds {len(findings)} secret-looking string(s) ({shown}); rotate the "
-                "secret and re-record the file"
-            ),
-            stacklevel=3,
-        )
-
-
-def read_checked(path: Path, missing_hint: str = "record it first: harness record") -> bytes:
-    """A file's bytes, refused by size before it is read; every failure is a FixtureError."""
-    try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise FixtureError(path, f"is {size:,} bytes, over the {MAX_FILE_BYTES:,}-byte limit")
-        return path.read_bytes()
-    except FileNotFoundError:
-        raise FixtureError(path, "does not exist", missing_hint) from None
-    except IsADirectoryError:
-        raise FixtureError(path, "is a folder, not a file") from None
-    except OSError as error:
-        raise FixtureError(path, f"cannot be read: {error.strerror}") from None
-
-
-def read(path: Path, kind: type[T]) -> T:
-    data = read_checked(path)
-    value = decode(data, kind, path)
-    warn_if_secret(path, data)
-    return value
-
-
-CI_VARIABLES = (
-    "CI",
-    "GITHUB_ACTIONS",
-    "GITLAB_CI",
-    "BUILDKITE",
-    "CIRCLECI",
-    "TF_BUILD",
-    "JENKINS_URL",
-)
-
-
-def writes_allowed() -> bool:
-    """CI never writes: any of the usual CI variables set (and not "false"/"0") forbids it."""
-    for name in CI_VARIABLES:
-        value = os.environ.get(name)
-        if value and value.lower() not in ("0", "false", "no"):
-            return False
-    return True
-
-
-def write_atomic(path: Path, data: bytes) -> bool:
-    """Write `data` to `path` through a temp file in the same folder and a rename.
-
-    Returns False (and writes nothing) when the file already holds exactly `data`, so rewriting
-    unchanged content leaves mtimes and git alone. Refuses under CI (WriteRefused), and beside a
-    name that differs only in case (UnsafeName, see `paths.refuse_case_twin`).
-    """
-    if not writes_allowed():
-        raise WriteRefused(
-            f"refusing to write {path} under CI; refresh fixtures locally and commit them"
-        )
-    refuse_case_twin(path)
-    try:
-        if path.read_bytes() == data:
-            return False
-    except FileNotFoundError:
-        pass
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        mode = stat.S_IMODE(path.stat().st_mode)
-    except FileNotFoundError:
-        mode = 0o666 & ~_umask()
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.fchmod(fd, mode)  # mkstemp makes 0600 files; a fixture keeps its (or the usual) mode
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
-    _fsync_folder(path.parent)
-    return True
-
-
-def _fsync_folder(folder: Path) -> None:
-    """Make the rename itself durable (a power loss after it must not bring the old file back)."""
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass  # some filesystems cannot sync a folder; the rename is still atomic
-    finally:
-        os.close(fd)
-
-
-def _umask() -> int:
-    current = os.umask(0)
-    os.umask(current)
-    return current
-
-
-def write(path: Path, value: Any) -> bool:
-    return write_atomic(path, encode(value))
-
-
-FileContents = tuple[Path, bytes]
-
-
-def write_files(files: list[FileContents]) -> list[Path]:
-    """Write each file atomically; return those whose bytes changed."""
-    return [path for path, data in files if write_atomic(path, data)]
 
 
 # -- a fixture folder ----------------------------------------------------------------------------

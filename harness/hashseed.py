@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
-from harness.drift import CacheView
-from harness.stability import Observed, resolve, run_build, unit_name
+from harness.builds import Observed, resolve, run_build, unit_name
+from harness.errors import HashSeedError
+from harness.views import CacheView
 
 if TYPE_CHECKING:
     from harness.capture import CaptureFile
@@ -50,10 +51,6 @@ class _Wire(msgspec.Struct):
     view: CacheView
     prefix: CacheView | None = None
     body: bytes | None = None
-
-
-class HashSeedError(RuntimeError):
-    """A child process failed; the message holds its stderr tail."""
 
 
 def build_reference(build: Callable[..., Any] | str) -> str:
@@ -142,7 +139,7 @@ def iter_under_seeds(
     The children run in parallel (up to one per CPU); a caller that stops early (a drift found
     between the first two seeds) cancels the children that have not started.
     """
-    from harness.fixture import encode
+    from harness.files import encode
 
     payload = {
         "build": build_reference(build),
@@ -197,7 +194,7 @@ def _child(payload: dict[str, Any]) -> int:
     sys.stdout = sys.stderr  # the build's own prints must not corrupt the result
     try:
         from harness.capture import CaptureFile, CaptureSession
-        from harness.fixture import decode
+        from harness.files import decode
 
         build = resolve(payload["build"])
         units = [_unit(reference) for reference in payload["units"]]

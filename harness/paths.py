@@ -17,16 +17,14 @@ import os
 import re
 from pathlib import Path
 
+from harness.errors import UnsafeName
+
 _SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 _WINDOWS_RESERVED = {
     "CON", "PRN", "AUX", "NUL",
     *(f"COM{i}" for i in range(1, 10)),
     *(f"LPT{i}" for i in range(1, 10)),
 }  # fmt: skip
-
-
-class UnsafeName(ValueError):
-    """A name cannot be used as a file name inside the harness's folders."""
 
 
 def safe_component(name: str) -> str:

@@ -18,17 +18,12 @@ import msgspec
 
 from harness.agent.session import Header, header_equals
 from harness.agent.tools import ToolSchema
-from harness.drift import DriftReport, compare, view_of_header
-from harness.fixture import (
-    FileContents,
-    FixtureError,
-    ToolSchemasPin,
-    encode,
-    read,
-    read_checked,
-    warn_if_secret,
-)
+from harness.drift import DriftReport, compare
+from harness.errors import FixtureError
+from harness.files import FileContents, encode, read, read_checked, warn_if_secret
+from harness.fixture import ToolSchemasPin
 from harness.paths import safe_component
+from harness.views import view_of_header
 
 SYSTEM_PIN = "system-prompt.expected.md"
 TOOLS_PIN = "tool-schemas.expected.json"

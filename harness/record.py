@@ -15,6 +15,8 @@ import msgspec
 
 from harness.agent.llm import Reply, Request, ScriptedAdapter, ScriptedReply, ScriptedToolCall
 from harness.agent.session import LogEvent, RequestHeader, TextBlock
+from harness.errors import SecretLeak
+from harness.files import FileContents, encode, write_files
 from harness.fixture import (
     ANSWERS_FILE,
     LOG_FILE,
@@ -24,7 +26,6 @@ from harness.fixture import (
     TIME_TOKEN,
     TOOLS_TOKEN,
     AnswersFile,
-    FileContents,
     Fixture,
     LogFile,
     MessagesDigest,
@@ -33,12 +34,10 @@ from harness.fixture import (
     RecordedRequest,
     RequestsFile,
     Scenario,
-    encode,
-    write_files,
 )
 from harness.pins import pin_files, pin_from_headers
 from harness.scenario import Run, dispatched_record, run_sync
-from harness.secrets import SecretLeak, scan_secrets
+from harness.secrets import scan_secrets
 
 
 def _tokens(scenario: Scenario) -> bool:

@@ -21,11 +21,13 @@ import msgspec
 
 from harness.agent.context import LoadSchedule
 from harness.agent.llm import ScriptedAdapter
-from harness.drift import DriftReport, compare, compare_values, view_of_header
-from harness.fixture import Fixture, FixtureError
+from harness.drift import DriftReport, compare, compare_values
+from harness.errors import FixtureError
+from harness.fixture import Fixture
 from harness.pins import Pin, check_against_pin, load_pin
 from harness.record import log_of, pins_root, requests_of
 from harness.scenario import Run, owners_of, run_sync
+from harness.views import view_of_header
 
 FindingKind = Literal["error", "rebuild", "log", "requests", "pin", "answers", "shuffle"]
 
@@ -40,6 +42,22 @@ class Finding(msgspec.Struct, frozen=True):
         if self.report is not None and not self.report.identical:
             text += "\n" + _indent(self.report.to_text())
         return text
+
+
+# A scenario that expects to be unstable must be caught by one of these.
+CATCHING_KINDS = ("rebuild", "shuffle")
+
+
+def verdict(findings: list[Finding], expected_unstable: bool) -> tuple[bool, str]:
+    """The one rule: a stable scenario passes with no finding; one that expects to be unstable
+    passes when the rebuild or the shuffle caught it and nothing errored."""
+    if not expected_unstable:
+        return (not findings), ("ok" if not findings else "DRIFT")
+    caught = any(f.kind in CATCHING_KINDS for f in findings)
+    errored = any(f.kind == "error" for f in findings)
+    if caught and not errored:
+        return True, "caught (expected unstable)"
+    return False, ("ERROR" if caught else "NOT CAUGHT")
 
 
 def _indent(text: str) -> str:
@@ -58,13 +76,11 @@ class ReplayResult:
 
     @property
     def caught(self) -> bool:
-        return any(f.kind in ("rebuild", "shuffle") for f in self.findings)
+        return any(f.kind in CATCHING_KINDS for f in self.findings)
 
     @property
     def ok(self) -> bool:
-        if self.expected_unstable:
-            return self.caught and not any(f.kind == "error" for f in self.findings)
-        return not self.findings
+        return verdict(self.findings, self.expected_unstable)[0]
 
     @property
     def steps(self) -> int:

@@ -15,24 +15,9 @@ from dataclasses import dataclass
 from typing import Final, NamedTuple
 from urllib.parse import urlsplit
 
+from harness.errors import SecretLeak as SecretLeak  # re-exported: it used to live here
+
 REDACTED: Final = "[redacted]"
-
-
-class SecretLeak(Exception):
-    """Bytes about to be written hold something key-shaped. The message never quotes it."""
-
-    def __init__(self, target: str, findings: Sequence[SecretFinding]) -> None:
-        self.target = target
-        self.findings = tuple(findings)
-        shown = "; ".join(finding.describe() for finding in self.findings[:10])
-        more = f"; and {len(self.findings) - 10} more" if len(self.findings) > 10 else ""
-        super().__init__(
-            f"refusing to write {target}: it would hold {len(self.findings)} secret-looking"
-            f" {'string' if len(self.findings) == 1 else 'strings'} ({shown}{more}); nothing was"
-            " written. Redact the header (CaptureSession(redaction=Redaction(headers=...))),"
-            " keep the secret out of the prompt, or allow a known fake value"
-            " (Redaction(allow=...))"
-        )
 
 
 # -- redaction ----------------------------------------------------------------------------------

@@ -18,17 +18,10 @@ import msgspec
 from harness.agent.context import LoadSchedule
 from harness.agent.llm import Request, ScriptedAdapter, ScriptedReply
 from harness.agent.session import header_bytes, header_equals
-from harness.drift import (
-    CacheView,
-    DriftReport,
-    Reproduce,
-    compare,
-    compare_values,
-    view_of_header,
-    view_of_request,
-)
+from harness.drift import DriftReport, Reproduce, compare, compare_values
 from harness.fixture import Fixture, Scenario
 from harness.scenario import Run, owners_of, run_sync
+from harness.views import CacheView, view_of_header, view_of_request
 
 T = TypeVar("T")
 

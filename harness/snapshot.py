@@ -17,8 +17,10 @@ from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 from harness.agent.llm import Request
 from harness.agent.session import Header
-from harness.drift import CacheView, canonical_bytes, compare, compare_values
-from harness.fixture import writes_allowed
+from harness.builds import view_of_value
+from harness.ci import writes_allowed
+from harness.drift import compare, compare_values
+from harness.views import CacheView, canonical_bytes
 
 
 def header_bytes_of(data: Any) -> bytes:
@@ -45,8 +47,6 @@ class HeaderSnapshotExtension(SingleFileSnapshotExtension):
         return header_bytes_of(data)
 
     def diff_lines(self, serialized_data: Any, snapshot_data: Any) -> Iterator[str]:
-        from harness.stability import view_of_value
-
         try:
             report = compare(
                 view_of_value(bytes(snapshot_data)),

@@ -20,29 +20,18 @@ numbers, or module-level objects).
 
 from __future__ import annotations
 
-import importlib
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-import msgspec
-
-from harness.agent.llm import Request
-from harness.agent.session import Header
-from harness.drift import (
-    CacheView,
-    DriftReport,
-    Reproduce,
-    canonical_bytes,
-    compare,
-    view_of_header,
-    view_of_request,
-)
+from harness.builds import Observed, observe, resolve, run_build, unit_name, view_of_value
+from harness.drift import DriftReport, Reproduce, compare, first_byte_difference
+from harness.errors import Drift
+from harness.views import CacheView, canonical_bytes
 
 if TYPE_CHECKING:
     from harness.capture import CaptureSession
-    from harness.providers import Captured
 
 __all__ = [
     "HeaderDrift",
@@ -59,11 +48,10 @@ __all__ = [
 
 U = TypeVar("U")
 
-PROMPT_BLOCKS = ("tools", "system", "messages")
 DEFAULT_PERMUTATIONS = 8
 
 
-class HeaderDrift(AssertionError):
+class HeaderDrift(Drift):
     """Header bytes moved under a permutation. `str()` is the whole report, seed and orders."""
 
     def __init__(
@@ -83,14 +71,6 @@ class HeaderDrift(AssertionError):
         super().__init__(text)
 
 
-def unit_name(unit: object) -> str:
-    for attribute in ("name", "__qualname__", "__name__"):
-        value = getattr(unit, attribute, None)
-        if isinstance(value, str) and value:
-            return value
-    return repr(unit) if not isinstance(unit, str) else unit
-
-
 def orders_of(units: Sequence[U], count: int, seed: int) -> list[list[U]]:
     """`count` orders of `units`: identity, reversed, then seeded shuffles (their own RNG)."""
     rng = random.Random(seed)
@@ -100,60 +80,6 @@ def orders_of(units: Sequence[U], count: int, seed: int) -> list[list[U]]:
         rng.shuffle(order)
         orders.append(order)
     return orders[: max(count, 1)]
-
-
-def resolve(reference: str) -> Any:
-    """The object a "module:qualified.name" string names."""
-    module_name, sep, qualname = reference.partition(":")
-    if not sep or not module_name or not qualname:
-        raise ValueError(f"{reference!r} is not a 'module:function' reference")
-    value: Any = importlib.import_module(module_name)
-    for part in qualname.split("."):
-        value = getattr(value, part)
-    return value
-
-
-def view_of_value(value: Any) -> CacheView:
-    """The cache view of whatever a build returned (see the module docstring)."""
-    return observe(value).view
-
-
-@dataclass(frozen=True)
-class Observed:
-    """One request a build produced: its cache view, its cacheable prefix and raw body if known."""
-
-    view: CacheView
-    prefix: CacheView | None = None
-    body: bytes | None = None
-
-
-def observe(value: Any) -> Observed:
-    """What a build returned, as a cache view (with its prefix when it is a provider body)."""
-    from harness.providers import split_request
-
-    if isinstance(value, CacheView):
-        return Observed(value)
-    if isinstance(value, Header):
-        return Observed(view_of_header(value))
-    if isinstance(value, Request):
-        return Observed(view_of_request(value))
-    raw: bytes | None = None
-    if isinstance(value, bytes | bytearray | memoryview | str):
-        raw = value.encode() if isinstance(value, str) else bytes(value)
-        value = msgspec.json.decode(raw)
-    if isinstance(value, Mapping):
-        split = split_request(dict(value))
-        if split is not None:
-            return Observed(split.view, split.prefix, raw)
-        settings = {k: v for k, v in value.items() if k not in PROMPT_BLOCKS}
-        blocks = {k: value[k] for k in PROMPT_BLOCKS if k in value}
-        return Observed(CacheView(settings, blocks), None, raw)
-    if isinstance(value, list | tuple):
-        return Observed(CacheView({}, {"tools": msgspec.to_builtins(list(value))}))
-    raise TypeError(
-        f"build() returned {type(value).__name__}; return a Header, Request, CacheView, request "
-        "body (dict, str or bytes), a tool list, or None after sending through a capture session"
-    )
 
 
 @dataclass(frozen=True)
@@ -167,58 +93,6 @@ class StabilityResult(Generic[U]):
     @property
     def header_bytes(self) -> list[bytes]:
         return [b"".join(canonical_bytes(v) for v in views) for views in self.views]
-
-
-def _observed_of(
-    result: Any,
-    seen: list[Captured] | None,
-    captured: Callable[[], list[CacheView]] | None,
-) -> list[Observed]:
-    if result is None:
-        if seen:
-            found = [
-                Observed(item.split.view, item.split.prefix, item.body)
-                for item in seen
-                if item.split is not None
-            ]
-            if found:
-                return found
-            raise TypeError(
-                f"build() sent {len(seen)} request(s) through the capture session, none of them"
-                " a provider request this harness knows (Anthropic Messages, OpenAI Chat"
-                " Completions or Responses)"
-            )
-        if captured is not None:
-            views = captured()
-            if views:
-                return [Observed(view) for view in views]
-        raise TypeError(
-            "build() returned None and no capture session recorded a request: return the header"
-            " (a request body, CacheView, Header...) or send it through header_capture's client"
-        )
-    if (
-        isinstance(result, list)
-        and result
-        and all(isinstance(r, CacheView | Header | Request) for r in result)
-    ):
-        return [observe(r) for r in result]
-    return [observe(result)]
-
-
-def run_build(
-    build: Callable[[list[Any]], Any],
-    order: Sequence[Any],
-    *,
-    proof: Any = None,
-    index: int = 0,
-    captured: Callable[[], list[CacheView]] | None = None,
-) -> list[Observed]:
-    """Call `build(order)` once (inside a capture proof build when `proof` is given)."""
-    if proof is None:
-        return _observed_of(build(list(order)), None, captured)
-    with proof.build(index) as seen:
-        result = build(list(order))
-    return _observed_of(result, list(seen), captured)
 
 
 def _build_callable(build: Callable[[list[U]], Any] | str) -> Callable[[list[U]], Any]:
@@ -385,10 +259,7 @@ def _judge(
             continue
         raw = ""
         if a.body is not None and b.body is not None:
-            offset = next(
-                (i for i, (x, y) in enumerate(zip(a.body, b.body, strict=False)) if x != y),
-                min(len(a.body), len(b.body)),
-            )
+            offset = first_byte_difference(a.body, b.body)
             raw = f"\nthe request bodies as sent first differ at byte {offset:,} of {len(a.body):,}"
         message = f"{title}: {which}bytes differ between {label_a} and {label_b} {where}{raw}"
         return HeaderDrift(message, report)

@@ -33,14 +33,20 @@ REPLY_EVENT = "llm/reply"
 StopReason = Literal["end_turn", "tool_use", "max_tokens"]
 
 
-class Request(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, weakref=True):
-    """One model request, deep-frozen: mutating it at any depth raises."""
+class RequestFields(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """The fields every form of a request shares (the dispatched one, and the harness's recorded
+    one), in wire order; each form adds its tools, messages and session id after them."""
 
     provider: str
     model: str
     max_tokens: int = 1024
     temperature: float | msgspec.UnsetType = msgspec.UNSET
     system: str | msgspec.UnsetType = msgspec.UNSET
+
+
+class Request(RequestFields, frozen=True, kw_only=True, omit_defaults=True, weakref=True):
+    """One model request, deep-frozen: mutating it at any depth raises."""
+
     tools: tuple[ToolSchema, ...] | msgspec.UnsetType = msgspec.UNSET
     messages: tuple[Message, ...] = ()
     session_id: str

@@ -1,0 +1,87 @@
+"""Capture the request headers real agents send through the `anthropic` and `openai` SDKs.
+
+Most agents do not run the harness's reference runtime: they call a provider SDK, which sends
+JSON over `httpx2` (or plain `httpx`). A `CaptureSession` hands out HTTP clients whose transport
+records each request's exact body bytes and answers it from a cassette (replay, no network) or
+from an upstream transport (record). Every request body is split into the provider's cache order
+by `harness.providers`.
+
+- `cassette`: the file format and where a test's cassette lives;
+- `captured`: one request as the transport saw it;
+- `matching`: which recorded exchange answers a live request (a swappable `Matcher`);
+- `session`: the modes, replay and record, redaction, the files to write;
+- `proof`: prove_stable's bookkeeping (every order answered like the first);
+- `transport`: the `httpx2` and `httpx` transports.
+
+Importing this package imports neither HTTP library: a transport is made on first use, from
+whichever of the two the project has.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.capture.captured import Captured, split_exchange
+from harness.capture.cassette import (
+    CaptureFile,
+    Exchange,
+    HttpRequest,
+    HttpResponse,
+    Proof,
+    cassette_path_for,
+    load_cassette,
+)
+from harness.capture.matching import CacheViewMatcher, ExactBodyMatcher, Matcher
+from harness.capture.proof import ProofRun, current_session
+from harness.capture.session import CaptureSession, Finished
+from harness.ci import MODES
+from harness.errors import CaptureError, CassetteMismatch, CassetteMissing
+from harness.errors import CassetteSecretLeak as SecretLeak
+from harness.prefix import PrefixBreak, PrefixBroken, check_prefix_chain
+from harness.providers import detect_provider, split_request, view_of_body
+from harness.secrets import REDACTED, Redaction, SecretFinding, scan_secrets
+from harness.views import RequestSplit
+
+__all__ = [
+    "MODES",
+    "REDACTED",
+    "CacheViewMatcher",
+    "CaptureError",
+    "CaptureFile",
+    "CaptureSession",
+    "CaptureTransport",
+    "Captured",
+    "CassetteMismatch",
+    "CassetteMissing",
+    "ExactBodyMatcher",
+    "Exchange",
+    "Finished",
+    "HttpRequest",
+    "HttpResponse",
+    "Matcher",
+    "PrefixBreak",
+    "PrefixBroken",
+    "Proof",
+    "ProofRun",
+    "Redaction",
+    "RequestSplit",
+    "SecretFinding",
+    "SecretLeak",
+    "cassette_path_for",
+    "check_prefix_chain",
+    "current_session",
+    "detect_provider",
+    "load_cassette",
+    "scan_secrets",
+    "split_exchange",
+    "split_request",
+    "view_of_body",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "CaptureTransport":  # the httpx2 transport class, made when first asked for
+        from harness.capture.transport import library, transport_class
+
+        return transport_class(library("httpx2"))
+    raise AttributeError(f"module 'harness.capture' has no attribute {name!r}")

@@ -1,0 +1,87 @@
+"""Request matching: which recorded exchange answers a live request, and why one does not.
+
+A matcher is a swappable part (like vcrpy's `match_on`): `CaptureSession(matcher=...)` or the
+`harness_capture_config` fixture. Candidates are always the unused recorded exchanges with the
+same method and path, in recorded order; the matcher decides whether one is the same request.
+
+- `CacheViewMatcher` (the default): the same URL once secrets are redacted, and the same cache
+  view (what the provider's cache sees; key order inside prompt blocks counts, per-request
+  bookkeeping such as `stream` or `max_tokens` does not). A body no provider recognises must be
+  byte-identical.
+- `ExactBodyMatcher`: the same URL and the same body bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+from urllib.parse import urlsplit
+
+from harness.capture.captured import Captured, split_exchange
+from harness.capture.cassette import Exchange, HttpRequest
+from harness.drift import compare, first_byte_difference
+from harness.errors import CassetteMismatch
+from harness.secrets import Redaction
+from harness.views import canonical_bytes
+
+__all__ = ["CacheViewMatcher", "ExactBodyMatcher", "Matcher", "describe_mismatch", "positions"]
+
+
+@runtime_checkable
+class Matcher(Protocol):
+    def matches(self, recorded: HttpRequest, live: Captured, redaction: Redaction) -> bool:
+        """Whether the recorded request and the live one are the same request."""
+        ...
+
+
+class CacheViewMatcher:
+    """The same redacted URL and the same cache view (see the module doc)."""
+
+    def matches(self, recorded: HttpRequest, live: Captured, redaction: Redaction) -> bool:
+        if redaction.url(recorded.url) != redaction.url(live.url):
+            return False
+        old = split_exchange(recorded.method, recorded.url, recorded.headers, recorded.body)
+        if old is not None and live.split is not None:
+            return canonical_bytes(old.view) == canonical_bytes(live.split.view)
+        return recorded.body == live.body
+
+
+class ExactBodyMatcher:
+    """The same redacted URL and exactly the same body bytes."""
+
+    def matches(self, recorded: HttpRequest, live: Captured, redaction: Redaction) -> bool:
+        return redaction.url(recorded.url) == redaction.url(live.url) and (
+            recorded.body == live.body
+        )
+
+
+def same_route(request: HttpRequest, live: Captured) -> bool:
+    return (request.method, urlsplit(request.url).path) == (live.method, live.path)
+
+
+def positions(recorded: Sequence[Exchange], live: Captured, start: int) -> int | None:
+    """The first recorded exchange at or after `start` with the live request's method and path."""
+    for index in range(start, len(recorded)):
+        if same_route(recorded[index].request, live):
+            return index
+    return None
+
+
+def describe_mismatch(
+    index: int, request: HttpRequest, live: Captured, cassette: str
+) -> CassetteMismatch:
+    """The error for a live request that differs from recorded exchange `index`."""
+    old = split_exchange(request.method, request.url, request.headers, request.body)
+    head = (
+        f"request {live.number} ({live.method} {live.path}) does not match"
+        f" exchange {index + 1} of cassette {cassette}"
+    )
+    hint = "if the change is deliberate, run in update mode to rewrite the recorded requests"
+    if old is None or live.split is None:
+        offset = first_byte_difference(request.body, live.body)
+        return CassetteMismatch(f"{head}: the bodies differ from byte {offset}; {hint}")
+    report = compare(old.view, live.split.view, label_a="recorded", label_b="live")
+    severity = ""
+    if canonical_bytes(old.prefix) == canonical_bytes(live.split.prefix):
+        severity = " (after the cacheable prefix: the cache is not affected)"
+    return CassetteMismatch(f"{head}{severity}: {report.block} block first; {hint}", report)

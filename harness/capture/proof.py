@@ -1,0 +1,141 @@
+"""prove_stable's bookkeeping on a capture session: every order answered like the first one.
+
+One `prove_stable` call runs its build under many orders. The first build (identity order) is
+answered as the session's mode says (from the cassette's `Proof` entry, or the upstream when
+recording); every later build is answered by position from the first build's answers, so a
+shuffled build gets the same answers and only its request bytes can differ. A build that sends
+a request the first build did not send at that place is an error: the number of requests itself
+depends on the order.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from harness.capture.captured import Captured
+from harness.capture.cassette import CaptureFile, Exchange, HttpResponse, Proof, redacted
+from harness.capture.matching import positions
+from harness.errors import CaptureError, CassetteMissing
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from harness.capture.session import CaptureSession
+
+__all__ = ["ProofRun", "ProofState", "Ticket", "current_session"]
+
+
+@dataclass
+class Ticket:
+    """What the session decided for one request: answer it (`reply`) or forward it."""
+
+    captured: Captured
+    reply: HttpResponse | None = None  # None: forward to the upstream
+    store: Callable[[Exchange], None] | None = None
+
+
+@dataclass
+class ProofState:
+    number: int
+    units: tuple[str, ...]
+    recorded: tuple[Exchange, ...] | None  # the cassette's entry for this call, if any
+    out: list[Exchange] = field(default_factory=list)
+    reference: list[Exchange] = field(default_factory=list)
+    build: int | None = None
+    captured: list[Captured] = field(default_factory=list)
+    positions: dict[tuple[str, str], int] = field(default_factory=dict)
+    appended: bool = False  # build 0 recorded an exchange the cassette did not hold
+
+    def receive(self, captured: Captured, session: CaptureSession) -> Ticket:
+        """Answer one request of the build running now."""
+        build = self.build or 0
+        captured.number = len(self.captured) + 1
+        captured.source = "proof"
+        self.captured.append(captured)
+        reference = self.reference if build > 0 else list(self.recorded or ())
+        if build == 0 and session.mode == "record":
+            return self._forward(captured)
+        key = (captured.method, captured.path)
+        index = positions(reference, captured, self.positions.get(key, 0))
+        if index is not None:
+            self.positions[key] = index + 1
+            if build == 0 and session.mode == "update":
+                self.out.append(Exchange(session.request_of(captured), reference[index].response))
+            elif build == 0 and session.mode == "update-new-only":
+                self.out.append(reference[index])
+            return Ticket(captured, reference[index].response)
+        self.positions[key] = len(reference)
+        if build == 0:
+            if session.mode == "check":
+                raise CassetteMissing(
+                    f"prove_stable call {self.number + 1}: request {captured.number}"
+                    f" ({captured.method} {captured.path}) has no recorded answer in cassette"
+                    f" {session.shown()}; {session.record_hint}"
+                )
+            return self._forward(captured)
+        raise CaptureError(
+            f"prove_stable order {build + 1} sent request {captured.number} ({captured.method}"
+            f" {captured.path}), but the first order sent no such request at that place: the"
+            " number of requests itself depends on the order"
+        )
+
+    def _forward(self, captured: Captured) -> Ticket:
+        def store(exchange: Exchange) -> None:
+            self.out.append(exchange)
+            self.appended = True
+
+        return Ticket(captured, None, store)
+
+
+_ACTIVE: list[CaptureSession] = []
+_ACTIVE_LOCK = threading.Lock()
+
+
+def current_session() -> CaptureSession:
+    """The session of the prove_stable build running now (module-level builds use it)."""
+    with _ACTIVE_LOCK:
+        if _ACTIVE:
+            return _ACTIVE[-1]
+    raise LookupError(
+        "no capture session is active: current_session() works inside a build that"
+        " prove_stable runs with a capture session (the header_capture fixture)"
+    )
+
+
+class ProofRun:
+    """One prove_stable call's builds on a session; see `CaptureSession.proving`."""
+
+    def __init__(self, session: CaptureSession, state: ProofState) -> None:
+        self._session = session
+        self._state = state
+
+    @contextmanager
+    def build(self, index: int) -> Iterator[list[Captured]]:
+        """Run one build: its requests are answered by position and collected in the list."""
+        state = self._state
+        with self._session.lock:
+            state.build = index
+            state.captured = []
+            state.positions = {}
+        collected = state.captured
+        with _ACTIVE_LOCK:
+            _ACTIVE.append(self._session)
+        try:
+            yield collected
+        finally:
+            with _ACTIVE_LOCK:
+                _ACTIVE.remove(self._session)
+            with self._session.lock:
+                if index == 0 and not state.reference:
+                    state.reference = list(state.out or state.recorded or ())
+                state.build = None
+
+    def reference_file(self) -> CaptureFile:
+        """The reference exchanges as a one-proof cassette (redacted), for hash-seed children."""
+        exchanges = tuple(self._state.reference)
+        capture = CaptureFile(proofs=(Proof(units=(), exchanges=exchanges),))
+        return redacted(capture, self._session.redaction)

@@ -1,0 +1,94 @@
+"""Small words every part of a drift report shares: clipped values, name lists, plurals, tokens.
+
+Token counts are an approximation: bytes // 4, the usual rule of thumb for English text and JSON
+(CJK text and long identifiers run denser); they size the loss, they do not bill it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final
+
+from harness.views import SETTINGS, encode_json
+
+BYTES_PER_TOKEN: Final = 4
+
+# Block keys -> the providers' cache-miss reason. Aliases cover the providers' own block names
+# (OpenAI `instructions`/`input`, Gemini `system_instruction`/`contents`) so a view built in a
+# provider's vocabulary still gets one of the four reasons.
+VERDICTS: Final[dict[str, str]] = {
+    SETTINGS: "model_changed",
+    "tools": "tools_changed",
+    "system": "system_changed",
+    "instructions": "system_changed",
+    "system_instruction": "system_changed",
+    "messages": "messages_changed",
+    "input": "messages_changed",
+    "contents": "messages_changed",
+}
+
+KIND_TEXT: Final[dict[str, str]] = {
+    "reorder": "same tools, other order",
+    "content": "same tool names in the same order; a tool's content changed",
+    "added": "tools added",
+    "removed": "tools removed",
+    "added-and-removed": "tools added and removed",
+    "reorder-and-content": "same tools in another order, and a tool's content changed",
+    "settings": "a setting that keys the cache changed",
+    "text": "the system text changed",
+    "messages": "the conversation changed",
+    "block-order": "the same blocks in another order",
+}
+
+
+class Absent:
+    """A member one side does not have."""
+
+    def __repr__(self) -> str:
+        return "(absent)"
+
+
+ABSENT: Final = Absent()
+
+
+def tokens(size: int) -> int:
+    return size // BYTES_PER_TOKEN
+
+
+def clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def short(value: Any) -> str:
+    return clip(str(value), 60)
+
+
+def short_encoded(value: Any) -> str:
+    if value is ABSENT:
+        return "(absent)"
+    return clip(encode_json(value).decode("utf-8", "replace"), 60)
+
+
+def short_member(mapping: Any, key: str) -> str:
+    if not isinstance(mapping, dict) or key not in mapping:
+        return "(absent)"
+    return short_encoded(mapping[key])
+
+
+def names(items: Sequence[str]) -> str:
+    shown = ", ".join(f'"{name}"' for name in items[:8])
+    return shown + (f" and {len(items) - 8} more" if len(items) > 8 else "")
+
+
+def plural(count: int, word: str) -> str:
+    return word if count == 1 else word + "s"
+
+
+def words(items: Sequence[str]) -> str:
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def show_pointer(pointer: str) -> str:
+    return pointer if pointer else '"" (the whole value)'

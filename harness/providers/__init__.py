@@ -1,0 +1,75 @@
+"""Provider cache views: a request body split into the order its provider's prompt cache reads.
+
+One module per provider (`anthropic`, `openai` for Chat Completions and Responses, `deepseek`),
+each a registered part (`registry`); `base` says what a provider is. This package needs no HTTP
+library: `harness.capture` adds the transport.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from harness.providers.anthropic import ANTHROPIC
+from harness.providers.base import CacheUsage, Headers, Provider, header_pairs
+from harness.providers.deepseek import DEEPSEEK
+from harness.providers.openai import OPENAI_CHAT, OPENAI_RESPONSES
+from harness.providers.registry import (
+    ENTRY_POINT_GROUP,
+    ProviderWarning,
+    provider_for,
+    provider_named,
+    register_provider,
+    registered_providers,
+    unregister_provider,
+)
+from harness.views import CacheView, RequestSplit
+
+__all__ = [
+    "ANTHROPIC",
+    "DEEPSEEK",
+    "ENTRY_POINT_GROUP",
+    "OPENAI_CHAT",
+    "OPENAI_RESPONSES",
+    "CacheUsage",
+    "Provider",
+    "ProviderWarning",
+    "RequestSplit",
+    "cache_usage",
+    "detect_provider",
+    "provider_for",
+    "provider_named",
+    "register_provider",
+    "registered_providers",
+    "split_request",
+    "unregister_provider",
+    "view_of_body",
+]
+
+
+def detect_provider(body: Mapping[str, Any], url: str | None = None) -> str | None:
+    """Which provider's request `body` is: by URL path and host when given, else by shape."""
+    provider = provider_for(body, url)
+    return None if provider is None else provider.name
+
+
+def split_request(
+    body: Mapping[str, Any], *, url: str | None = None, headers: Headers | None = None
+) -> RequestSplit | None:
+    """The request in its provider's cache order, or None when no provider recognises it."""
+    provider = provider_for(body, url)
+    return None if provider is None else provider.split(body, header_pairs(headers))
+
+
+def view_of_body(
+    body: Mapping[str, Any], *, url: str | None = None, headers: Headers | None = None
+) -> CacheView | None:
+    """The cache view of a provider request body; None when no provider recognises it."""
+    split = split_request(body, url=url, headers=headers)
+    return None if split is None else split.view
+
+
+def cache_usage(provider: str, response: Any) -> CacheUsage | None:
+    """The cache hit signal of a decoded response to a request of `provider`."""
+    found = provider_named(provider)
+    return None if found is None else found.usage(response)

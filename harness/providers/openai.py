@@ -1,0 +1,158 @@
+"""OpenAI Chat Completions and Responses: exact-prefix caching of tools, instructions, then input.
+
+- Chat Completions (`/chat/completions`): tools (or legacy `functions`), `response_format`, the
+  leading system/developer messages, then the rest.
+- Responses (`/responses`): tools, the `text` format, `instructions`, `input`. A request that
+  continues a stored response (`previous_response_id`, `conversation`) has its prefix on the
+  server; the prefix chain does not judge it.
+OpenAI caches the exact prefix, so the whole request is the cacheable prefix. Routing also hashes
+`prompt_cache_key`, and reasoning effort and service tier miss the cache: they are settings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+from harness.providers.base import CacheUsage, integer, member, role, settings_of
+from harness.views import CacheView, RequestSplit
+
+OPENAI_CHAT: Final = "openai-chat"
+OPENAI_RESPONSES: Final = "openai-responses"
+
+CHAT_BOOKKEEPING: Final = frozenset(
+    {
+        "stream",
+        "stream_options",
+        "max_tokens",
+        "max_completion_tokens",
+        "metadata",
+        "user",
+        "temperature",
+        "top_p",
+        "n",
+        "stop",
+        "seed",
+        "logprobs",
+        "top_logprobs",
+        "presence_penalty",
+        "frequency_penalty",
+        "logit_bias",
+        "store",
+        "safety_identifier",
+        "prediction",
+    }
+)
+_RESPONSES_BOOKKEEPING: Final = frozenset(
+    {
+        "stream",
+        "stream_options",
+        "max_output_tokens",
+        "metadata",
+        "user",
+        "temperature",
+        "top_p",
+        "top_logprobs",
+        "store",
+        "background",
+        "include",
+        "safety_identifier",
+        "previous_response_id",
+        "conversation",
+        "max_tool_calls",
+    }
+)
+_CHAT_PROMPT: Final = frozenset({"tools", "functions", "response_format", "messages"})
+
+
+def chat_path(url: str) -> bool:
+    return urlsplit(url).path.rstrip("/").endswith("/chat/completions")
+
+
+def split_chat(body: Mapping[str, Any], provider: str, *, system_first: bool) -> RequestSplit:
+    """A Chat Completions body in cache order: tools then system, or (`system_first`) the other
+    way round; the remaining messages last. The whole request is the prefix."""
+    settings = settings_of(body, CHAT_BOOKKEEPING | _CHAT_PROMPT)
+    messages = body.get("messages")
+    leading: list[Any] = []
+    rest: list[Any] = []
+    if isinstance(messages, list):
+        count = 0
+        while count < len(messages) and role(messages[count]) in {"system", "developer"}:
+            count += 1
+        leading, rest = messages[:count], messages[count:]
+    tools: dict[str, Any] = {}
+    if "tools" in body:
+        tools["tools"] = body["tools"]
+    elif "functions" in body:
+        tools["tools"] = body["functions"]
+    if "response_format" in body:
+        tools["response_format"] = body["response_format"]
+    system = {"system": leading} if leading else {}
+    blocks = {**system, **tools} if system_first else {**tools, **system}
+    if messages is not None:
+        blocks["messages"] = rest if isinstance(messages, list) else messages
+    view = CacheView(settings=settings, blocks=blocks, provider=provider)
+    return RequestSplit(provider, view, view, "exact-prefix")
+
+
+def cached_usage(provider: str, response: Any, total: str, details: str) -> CacheUsage | None:
+    usage = member(response, "usage")
+    if not isinstance(usage, dict):
+        return None
+    read = integer(member(usage, details, "cached_tokens"))
+    return CacheUsage(provider, read_tokens=read, uncached_tokens=integer(usage.get(total)) - read)
+
+
+class OpenAIChat:
+    name = OPENAI_CHAT
+
+    def claims(self, body: Mapping[str, Any], url: str | None) -> bool:
+        if url is not None:
+            return chat_path(url)
+        messages = body.get("messages")
+        if not isinstance(messages, list):
+            return False
+        tools = body.get("tools")
+        tool_list = tools if isinstance(tools, list) else []
+        return (
+            "functions" in body
+            or "response_format" in body
+            or "reasoning_effort" in body
+            or "max_completion_tokens" in body
+            or any(isinstance(tool, dict) and "function" in tool for tool in tool_list)
+            or any(role(message) in {"system", "developer", "tool"} for message in messages)
+        )
+
+    def split(self, body: Mapping[str, Any], headers: Sequence[tuple[str, str]]) -> RequestSplit:
+        return split_chat(body, OPENAI_CHAT, system_first=False)
+
+    def usage(self, response: Any) -> CacheUsage | None:
+        return cached_usage(OPENAI_CHAT, response, "prompt_tokens", "prompt_tokens_details")
+
+
+class OpenAIResponses:
+    name = OPENAI_RESPONSES
+
+    def claims(self, body: Mapping[str, Any], url: str | None) -> bool:
+        if url is not None:
+            return urlsplit(url).path.rstrip("/").endswith("/responses")
+        return "input" in body or "instructions" in body
+
+    def split(self, body: Mapping[str, Any], headers: Sequence[tuple[str, str]]) -> RequestSplit:
+        prompt = {"tools", "text", "instructions", "input"}
+        settings = settings_of(body, _RESPONSES_BOOKKEEPING | prompt)
+        blocks: dict[str, Any] = {}
+        if "tools" in body:
+            blocks["tools"] = body["tools"]
+        if "text" in body:
+            blocks["response_format"] = body["text"]
+        for key in ("instructions", "input"):
+            if key in body:
+                blocks[key] = body[key]
+        view = CacheView(settings=settings, blocks=blocks, provider=OPENAI_RESPONSES)
+        return RequestSplit(OPENAI_RESPONSES, view, view, "exact-prefix")
+
+    def usage(self, response: Any) -> CacheUsage | None:
+        return cached_usage(OPENAI_RESPONSES, response, "input_tokens", "input_tokens_details")

@@ -1,0 +1,184 @@
+"""The harness's shape: no import cycle, no module over 500 lines, one home per shared name.
+
+An import inside a function is still a dependency (a lazy import only hides a cycle until the
+function runs), so it counts; an import under `if TYPE_CHECKING:` is for the type checker only,
+and does not. The scan is checked against sources written to contain the bugs it exists for.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import harness
+
+ROOT = Path(harness.__file__).parent
+MAX_LINES = 500
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(path): path for path in sorted(ROOT.rglob("*.py"))}
+
+
+def _runtime_nodes(tree: ast.AST) -> Iterator[ast.AST]:
+    """Every node except those under `if TYPE_CHECKING:`."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            stack.extend(node.orelse)
+            continue
+        yield node
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def imports_of(name: str, source: str, known: set[str], is_package: bool = False) -> set[str]:
+    """The harness modules `name` imports at run time (at module level or in a function)."""
+    package = name if is_package else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in _runtime_nodes(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                base = f"{anchor}.{base}" if base else anchor
+            for alias in node.names:
+                submodule = f"{base}.{alias.name}"
+                found.add(submodule if submodule in known else base)
+    return {module for module in found if module in known and module != name}
+
+
+def import_graph() -> dict[str, set[str]]:
+    found = modules()
+    known = set(found)
+    return {
+        name: imports_of(name, path.read_text(encoding="utf-8"), known, path.name == "__init__.py")
+        for name, path in found.items()
+    }
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan), sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in graph.get(node, ()):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(found)
+
+
+def test_the_scan_counts_lazy_imports_and_skips_type_checking_ones() -> None:
+    known = {"harness.stability", "harness.hashseed", "harness.capture", "harness.drift"}
+    stability = (
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from harness.capture import CaptureSession\n"
+        "def prove():\n"
+        "    from harness.hashseed import iter_under_seeds\n"
+    )
+    hashseed = "from harness.stability import resolve\nfrom . import drift\n"
+    graph = {
+        "harness.stability": imports_of("harness.stability", stability, known),
+        "harness.hashseed": imports_of("harness.hashseed", hashseed, known),
+    }
+    assert graph == {
+        "harness.stability": {"harness.hashseed"},
+        "harness.hashseed": {"harness.stability", "harness.drift"},
+    }
+    assert cycles(graph) == [["harness.hashseed", "harness.stability"]]
+
+
+def test_the_scan_sees_every_module_and_resolves_submodules() -> None:
+    graph = import_graph()
+    assert {"harness.views", "harness.drift.compare", "harness.capture.session"} <= set(graph)
+    assert "harness.drift.locate" in graph["harness.drift.compare"]
+    assert "harness.views" in graph["harness.drift.compare"]
+
+
+def test_the_harness_has_no_import_cycle() -> None:
+    assert cycles(import_graph()) == []
+
+
+def test_views_are_at_the_bottom() -> None:
+    graph = import_graph()
+    assert graph["harness.views"] == set(), "views imports nothing else from the harness"
+    assert "harness.drift" not in graph["harness.providers.base"]
+
+
+def test_no_module_is_over_500_lines() -> None:
+    sizes = {
+        name: len(path.read_text(encoding="utf-8").splitlines()) for name, path in modules().items()
+    }
+    assert {name: size for name, size in sizes.items() if size > MAX_LINES} == {}
+
+
+def test_every_module_says_what_it_owns() -> None:
+    missing = [
+        name
+        for name, path in modules().items()
+        if ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) is None
+    ]
+    assert missing == []
+
+
+def test_every_error_a_user_can_cause_is_a_harness_error() -> None:
+    from harness.capture import CaptureError, CassetteMismatch, CassetteMissing, SecretLeak
+    from harness.errors import HarnessError
+    from harness.fixture import FixtureError, WriteRefused
+    from harness.hashseed import HashSeedError
+    from harness.paths import UnsafeName
+    from harness.prefix import PrefixBroken
+    from harness.secrets import SecretLeak as WriteSecretLeak
+    from harness.stability import HeaderDrift
+
+    for kind in (
+        CaptureError,
+        CassetteMismatch,
+        CassetteMissing,
+        SecretLeak,
+        FixtureError,
+        WriteRefused,
+        HashSeedError,
+        UnsafeName,
+        PrefixBroken,
+        WriteSecretLeak,
+        HeaderDrift,
+    ):
+        assert issubclass(kind, HarnessError), kind
+    assert issubclass(HeaderDrift, AssertionError) and HeaderDrift.exit_code == 1
+    assert FixtureError.exit_code == 2

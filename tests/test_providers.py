@@ -1,0 +1,220 @@
+"""Providers as registered parts: the built-in ones, a third party's, and bodies nobody knows."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.drift import compare
+from harness.providers import (
+    ANTHROPIC,
+    CacheUsage,
+    Provider,
+    cache_usage,
+    detect_provider,
+    register_provider,
+    registered_providers,
+    split_request,
+    unregister_provider,
+)
+from harness.stability import HeaderDrift, prove_stable, view_of_value
+from harness.views import CacheView, RequestSplit
+
+GEMINI_URL = "https://llm.example.com/v1beta/models/gemini-x:generateContent"
+
+
+def gemini_body(system: str, tools: list[str]) -> dict[str, Any]:
+    return {
+        "contents": [{"role": "user", "parts": [{"text": "hi"}]}],
+        "systemInstruction": {"parts": [{"text": system}]},
+        "tools": [{"functionDeclarations": [{"name": name} for name in tools]}],
+    }
+
+
+def test_a_body_no_provider_knows_is_compared_whole_and_says_so() -> None:
+    a = view_of_value(gemini_body("You are terse.", ["a", "b"]))
+    b = view_of_value(gemini_body("You are verbose.", ["a", "b"]))
+    report = compare(a, b)
+    assert report.verdict != "model_changed", "a system text change is not a model change"
+    assert report.pointer.startswith("/body/systemInstruction")
+    assert report.notes == ("no provider recognised this request; its bytes are compared whole",)
+    assert "no provider recognised this request" in report.to_text()
+    assert "no provider recognised this request" in report.to_markdown()
+
+
+def test_prove_stable_on_an_unknown_body_fails_with_the_note() -> None:
+    def build(order: list[str]) -> dict[str, Any]:
+        return gemini_body("s", list(order))
+
+    with pytest.raises(HeaderDrift) as caught:
+        prove_stable(build, ["x", "y", "z"], permutations=3, seed=1)
+    assert "its bytes are compared whole" in str(caught.value)
+
+
+def test_the_harness_request_and_header_shapes_are_still_read_as_such() -> None:
+    request = {"provider": "p", "model": "m", "tools": [{"name": "a"}], "system": "s"}
+    view = view_of_value(request)
+    assert view.provider == "harness" and list(view.blocks) == ["tools", "system"]
+    header = {"config": {"provider": "p", "model": "m"}, "system": "s", "tools": []}
+    assert view_of_value(header).settings == {"provider": "p", "model": "m"}
+
+
+class Acme:
+    """A third party's provider: its own host, system then tools, the whole body the prefix."""
+
+    name = "acme"
+
+    def claims(self, body: Mapping[str, Any], url: str | None) -> bool:
+        return url is not None and "acme.test" in url
+
+    def split(self, body: Mapping[str, Any], headers: Sequence[tuple[str, str]]) -> RequestSplit:
+        blocks = {key: body[key] for key in ("system", "tools", "messages") if key in body}
+        view = CacheView({"model": body.get("model")}, blocks, provider=self.name)
+        return RequestSplit.whole(view)
+
+    def usage(self, response: Any) -> CacheUsage | None:
+        return CacheUsage(self.name, read_tokens=int(response.get("cached", 0)))
+
+
+@pytest.fixture
+def acme() -> Iterator[Provider]:
+    provider = register_provider(Acme)
+    yield provider
+    unregister_provider("acme")
+
+
+def test_a_registered_provider_is_asked_first(acme: Provider) -> None:
+    body = {"model": "m", "system": "s", "tools": [], "messages": []}
+    assert isinstance(acme, Acme) and registered_providers()[0] is acme
+    assert detect_provider(body, "https://acme.test/v1/messages") == "acme"
+    split = split_request(body, url="https://acme.test/v1/messages")
+    assert split is not None and list(split.view.blocks) == ["system", "tools", "messages"]
+    assert cache_usage("acme", {"cached": 12}) == CacheUsage("acme", read_tokens=12)
+    assert detect_provider(body, "https://api.anthropic.com/v1/messages") == ANTHROPIC
+
+
+def test_after_unregistering_the_built_in_answers_again(acme: Provider) -> None:
+    unregister_provider("acme")
+    assert detect_provider({"messages": []}, "https://acme.test/v1/messages") == ANTHROPIC
+
+
+def test_something_that_is_not_a_provider_is_refused() -> None:
+    with pytest.raises(ValueError, match="is not a provider"):
+        register_provider(object())
+
+
+def _installed(tmp_path: Path, target: str) -> Path:
+    """A package `acme_provider` and its metadata, with a `harness.providers` entry point."""
+    (tmp_path / "acme_provider.py").write_text(
+        textwrap.dedent(
+            """
+            from harness.providers import CacheUsage
+            from harness.views import CacheView, RequestSplit
+
+            class Acme:
+                name = "acme"
+
+                def claims(self, body, url):
+                    return url is not None and "acme.test" in url
+
+                def split(self, body, headers):
+                    view = CacheView({}, {"body": dict(body)}, provider="acme")
+                    return RequestSplit.whole(view)
+
+                def usage(self, response):
+                    return None
+            """
+        )
+    )
+    info = tmp_path / "acme_provider-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-provider\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(f"[harness.providers]\nacme = {target}\n")
+    return tmp_path
+
+
+def _detect_in_child(path: Path) -> subprocess.CompletedProcess[str]:
+    script = (
+        "import warnings; warnings.simplefilter('always')\n"
+        "from harness.providers import detect_provider\n"
+        "print(detect_provider({'messages': []}, 'https://acme.test/v1/messages'))\n"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", script],
+        env={"PYTHONPATH": str(path), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+
+
+def test_an_installed_entry_point_adds_a_provider(tmp_path: Path) -> None:
+    child = _detect_in_child(_installed(tmp_path, "acme_provider:Acme"))
+    assert child.returncode == 0, child.stderr
+    assert child.stdout.strip() == "acme"
+
+
+def test_a_broken_entry_point_is_skipped_with_a_warning(tmp_path: Path) -> None:
+    child = _detect_in_child(_installed(tmp_path, "acme_provider:Missing"))
+    assert child.returncode == 0, child.stderr
+    assert child.stdout.strip() == ANTHROPIC
+    assert "entry point 'acme'" in child.stderr and "skipped" in child.stderr
+
+
+def test_each_provider_reads_its_own_cache_signal() -> None:
+    anthropic = {
+        "usage": {
+            "input_tokens": 10,
+            "cache_read_input_tokens": 900,
+            "cache_creation_input_tokens": 5,
+        },
+        "diagnostics": {"cache_miss_reason": {"type": "tools_changed"}},
+    }
+    assert cache_usage("anthropic", anthropic) == CacheUsage(
+        "anthropic",
+        read_tokens=900,
+        written_tokens=5,
+        uncached_tokens=10,
+        miss_reason="tools_changed",
+    )
+    chat = {"usage": {"prompt_tokens": 2000, "prompt_tokens_details": {"cached_tokens": 1536}}}
+    assert cache_usage("openai-chat", chat) == CacheUsage(
+        "openai-chat", read_tokens=1536, uncached_tokens=464
+    )
+    responses = {"usage": {"input_tokens": 1200, "input_tokens_details": {"cached_tokens": 1024}}}
+    assert cache_usage("openai-responses", responses) == CacheUsage(
+        "openai-responses", read_tokens=1024, uncached_tokens=176
+    )
+    deepseek = {"usage": {"prompt_cache_hit_tokens": 64, "prompt_cache_miss_tokens": 7}}
+    assert cache_usage("deepseek", deepseek) == CacheUsage(
+        "deepseek", read_tokens=64, uncached_tokens=7
+    )
+    assert cache_usage("anthropic", {"id": "no usage"}) is None
+    assert cache_usage("nobody", anthropic) is None
+
+
+def test_anthropic_lists_every_breakpoint_in_cache_order() -> None:
+    mark = {"type": "ephemeral"}
+    body = {
+        "model": "m",
+        "tools": [{"name": "a", "input_schema": {}, "cache_control": mark}],
+        "system": [{"type": "text", "text": "s", "cache_control": mark}],
+        "messages": [
+            {"role": "user", "content": [{"type": "text", "text": "q", "cache_control": mark}]}
+        ],
+    }
+    split = split_request(body, url="https://api.anthropic.com/v1/messages")
+    assert split is not None
+    assert split.breakpoints == (
+        "/tools/0/cache_control",
+        "/system/0/cache_control",
+        "/messages/0/content/0/cache_control",
+    )
+    assert split.breakpoint == split.breakpoints[-1] and split.rule == "breakpoint"
