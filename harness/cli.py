@@ -3,8 +3,13 @@
 Exit codes (the same for every subcommand):
   0  everything checked is as recorded (or the command did what it was asked)
   1  drift or another finding: the report says which block, where, and what it costs
-  2  bad input or usage: an unreadable, corrupt or foreign file, an unsafe name, a write refused
-     under CI; one line names the file and what to do
+  2  bad input or usage: an unreadable, corrupt or foreign file, an unsafe name, a bad argument, a
+     write refused under CI or one that failed; one line names the file and what to do
+
+The commands work on the user's `fixtures/` (or the folders given) and say so when there is none;
+only `harness demo` uses the scenarios shipped with the harness. Everything printed is redacted
+(`harness.secrets.redact_text`), encodable on any terminal (a character the output encoding lacks
+is escaped, never a crash), and safe for GitHub Actions (`harness.ci.actions_safe`).
 """
 
 from __future__ import annotations
@@ -13,36 +18,83 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import NoReturn, TextIO
 
 import msgspec
 
-from harness.check import ScenarioCheck, check_fixture, markdown_table, text_table
-from harness.ci import annotation, write_step_summary, writes_allowed
+from harness.check import (
+    ScenarioCheck,
+    check_fixture,
+    markdown_table,
+    recording_files_of,
+    refuse_second_owner,
+    text_table,
+)
+from harness.ci import actions_safe, annotation, detect_ci, write_step_summary
 from harness.diffing import diff_files
-from harness.errors import EXIT_DRIFT, EXIT_USAGE, FixtureError, HarnessError
+from harness.errors import (
+    EXIT_DRIFT,
+    FixtureError,
+    HarnessError,
+    UsageError,
+    WriteRefused,
+    one_line,
+)
+from harness.files import write_files
 from harness.fixture import Fixture, RecordedRequestHeader, find_fixtures, load_fixture
-from harness.record import pins_root, record_fixture, write_recording
+from harness.paths import refuse_linked_folder
+from harness.record import pins_root, recording_files
 from harness.replay import Finding, replay_fixture, verdict
+from harness.secrets import redact_text
 
 EXIT_OK = 0
+FIXTURES = "fixtures"
+
+
+def _printable(text: str, stream: TextIO) -> str:
+    """`text` redacted, and encodable by `stream` (characters it lacks are escaped)."""
+    text = redact_text(text)
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    try:
+        text.encode(encoding)
+    except UnicodeEncodeError:
+        text = text.encode(encoding, "backslashreplace").decode(encoding)
+    except LookupError:
+        pass
+    return text
 
 
 def out(text: str = "") -> None:
-    print(text)
+    print(_printable(actions_safe(text), sys.stdout))
+
+
+def err(text: str) -> None:
+    print(_printable(actions_safe(text), sys.stderr), file=sys.stderr)
 
 
 def shipped_fixtures() -> Path:
-    """`fixtures/` in the working directory if it has one, else the one shipped with the source."""
-    local = Path("fixtures")
-    if local.is_dir():
-        return local
-    return Path(__file__).resolve().parent.parent / "fixtures"
+    """The scenarios shipped with the harness, for `harness demo` only."""
+    return Path(__file__).resolve().parent.parent / FIXTURES
 
 
-def _fixtures(paths: Sequence[str]) -> list[Fixture]:
-    folders = find_fixtures([Path(p) for p in paths] if paths else [shipped_fixtures()])
+def project_fixtures() -> Path:
+    """`fixtures/` in the working folder; a FixtureError saying so when there is none."""
+    local = Path(FIXTURES)
+    if not local.is_dir():
+        raise FixtureError(
+            local.resolve(),
+            "does not exist",
+            "run the command in your project's folder (the one holding fixtures/), or name the"
+            " scenario folders; `harness demo` runs the shipped examples",
+        )
+    return local
+
+
+def _fixtures(paths: Sequence[str], default: Path | None = None) -> list[Fixture]:
+    roots = [Path(p) for p in paths] if paths else [default or project_fixtures()]
+    folders = find_fixtures(roots)
     if not folders:
-        raise FixtureError(", ".join(paths) or str(shipped_fixtures()), "holds no scenario folders")
+        raise FixtureError(", ".join(map(str, roots)), "holds no scenario folders")
     return [load_fixture(folder) for folder in folders]
 
 
@@ -65,7 +117,7 @@ def _print_findings(name: str, findings: list[Finding], *, fmt: str) -> None:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    fixtures = _fixtures(args.paths)
+    fixtures = _fixtures(args.paths, shipped_fixtures())
     out(f"harness demo: {len(fixtures)} shipped scenarios from {fixtures[0].folder.parent}")
     out("replay on recorded answers, rebuild invariant at every dispatch,")
     out(
@@ -114,9 +166,9 @@ def _github(checks: list[ScenarioCheck], failed: list[ScenarioCheck]) -> None:
             if finding.report is not None:
                 lines.append(finding.report.to_markdown())
             annotations.append(annotation(finding.message, file=str(check.fixture.folder)))
-    if write_step_summary("\n".join(lines)):
+    if write_step_summary(redact_text("\n".join(lines))):
         for line in annotations:
-            print(line)
+            print(_printable(line, sys.stdout))
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -135,21 +187,25 @@ def cmd_replay(args: argparse.Namespace) -> int:
 def cmd_record(args: argparse.Namespace) -> int:
     for path in args.scenarios:
         folder = Path(path)
-        if not folder.exists() and (shipped_fixtures() / path).is_dir():
-            folder = shipped_fixtures() / path
+        if not folder.exists() and not folder.is_absolute() and len(folder.parts) == 1:
+            folder = project_fixtures() / path  # a scenario named by its folder under fixtures/
         fixture = load_fixture(folder, scenario_only=True)
-        changed = record_fixture(fixture)
+        refuse_linked_folder(fixture.folder)
+        changed = write_files(recording_files_of(fixture))
         out(f"{fixture.scenario.name}: recorded" + "".join(f"\n  wrote {p}" for p in changed))
     return EXIT_OK
 
 
 def cmd_refresh(args: argparse.Namespace) -> int:
     for fixture in _fixtures(args.paths):
+        refuse_linked_folder(fixture.folder)
         before = replay_fixture(fixture)
         if before.run is None:
             _print_findings(fixture.scenario.name, before.findings, fmt="text")
             return EXIT_DRIFT
-        changed = write_recording(fixture.folder, before.run, answers=False)
+        files = recording_files(fixture.folder, before.run, answers=False)
+        refuse_second_owner(fixture.folder, fixture.scenario, files)
+        changed = write_files(files)
         if not changed:
             out(f"{fixture.scenario.name}: unchanged")
             continue
@@ -200,8 +256,25 @@ def cmd_show(args: argparse.Namespace) -> int:
 # -- entry point ---------------------------------------------------------------------------------
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its errors as one `UsageError` line (exit 2) instead of usage and exit."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see {self.prog} --help)")
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, not {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected 0 or more, not {value}")
+    return value
+
+
 def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(
+    top = _Parser(
         prog="harness",
         description="Prove an LLM agent's request headers are byte-stable: "
         "record, replay, shuffle, diff.",
@@ -219,7 +292,7 @@ def parser() -> argparse.ArgumentParser:
     def shuffle_options(command: argparse.ArgumentParser, default: int) -> None:
         command.add_argument(
             "--shuffle",
-            type=int,
+            type=_count,
             default=default,
             metavar="N",
             help=f"registration orders per scenario (default {default}; 0 skips)",
@@ -272,18 +345,19 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
-    if args.command in ("record", "refresh") and not writes_allowed():
-        print(
-            f"harness {args.command}: refusing to write under CI; "
-            "run it locally and commit the result",
-            file=sys.stderr,
-        )
-        return EXIT_USAGE
+    command = "harness"
     try:
+        args = parser().parse_args(argv)
+        command = f"harness {args.command}"
+        found = detect_ci()
+        if args.command in ("record", "refresh") and found is not None:
+            raise WriteRefused(
+                f"refusing to write under CI ({found.describe()}): CI never writes; run it"
+                " locally and commit the result"
+            )
         return int(args.fn(args))
     except HarnessError as error:  # every error a user can cause: one line, its exit code
-        print(f"harness {args.command}: {error}", file=sys.stderr)
+        err(one_line(f"{command}: {error}"))
         return error.exit_code
     except KeyboardInterrupt:
         return 130
