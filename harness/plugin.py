@@ -17,7 +17,10 @@ the controller writes them atomically, so `-n 2` cannot interleave a file.
 from __future__ import annotations
 
 import base64
-import shutil
+import glob
+import hashlib
+import os
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,9 +30,7 @@ import pytest
 from harness.ci import (
     MODES,
     WRITING_MODES,
-    annotation,
-    on_github_actions,
-    write_step_summary,
+    detect_ci,
     writes_allowed,
 )
 from harness.errors import FixtureError, HarnessError
@@ -48,6 +49,16 @@ from harness.pytest_api import (
     queue_write,
     report_drift,
     settings_from,
+)
+from harness.summary import write_summary
+from harness.unused import (
+    DELETE_FLAG,
+    RunRecord,
+    Verdict,
+    collectable,
+    judge_unused,
+    narrowing,
+    remove,
 )
 
 __all__ = ["AgentHarness", "RegistrationShuffle", "Settings", "moves_header_reason"]
@@ -87,6 +98,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="folder of recorded scenarios, relative to the rootdir (default fixtures). "
         "[ini: harness_fixtures]",
     )
+    group.addoption(
+        "--harness-delete-unused",
+        action="store_true",
+        default=False,
+        help="with --harness-mode=update (or record): delete the recordings no test used, after a "
+        "run that collected the whole project and in which every test passed; without it "
+        "unused recordings are only listed",
+    )
     parser.addini("harness_mode", "default --harness-mode", default="check")
     parser.addini("harness_shuffle", "default --harness-shuffle", default="8")
     parser.addini("harness_seed", "default --harness-seed", default="")
@@ -111,20 +130,57 @@ def pytest_configure(config: pytest.Config) -> None:
         "mandatory and every use is listed in the header drift summary",
     )
     settings = settings_from(config)
+    if config.getoption("harness_delete_unused") and settings.mode not in WRITING_MODES:
+        raise pytest.UsageError(
+            f"harness: {DELETE_FLAG} deletes files, and --harness-mode={settings.mode} never"
+            " writes; run it with --harness-mode=update"
+        )
+    _refuse_snapshot_update_under_ci(config)
     config.stash[SETTINGS] = settings
+    config.stash[RUN] = RunRecord()
+    snapshot = sys.modules.get("harness.snapshot")  # a previous in-process run's refusals
+    if snapshot is not None:
+        snapshot.refused_deletions.clear()
     if not hasattr(config, "workerinput"):
-        config.pluginmanager.register(_Controller(settings), "harness-controller")
+        config.pluginmanager.register(_Controller(settings, config), "harness-controller")
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistHooks(), "harness-xdist")
 
 
+_NOT_SEARCHED = frozenset({"node_modules", "__pycache__", "site-packages", "venv"})
+
+
+def _refuse_snapshot_update_under_ci(config: pytest.Config) -> None:
+    """Under CI, `--snapshot-update` would let syrupy write header snapshots and delete those it
+    finds unused (a file no extension of the run claims, it unlinks itself): refused outright
+    when the project has header snapshots."""
+    found = detect_ci()
+    if found is None or not getattr(config.option, "update_snapshots", False):
+        return
+    for folder, names, files in os.walk(config.rootpath):
+        names[:] = [n for n in names if not n.startswith(".") and n not in _NOT_SEARCHED]
+        if Path(folder).name == "__snapshots__" or "__snapshots__" in Path(folder).parts:
+            held = next((f for f in files if f.endswith(".header.json")), None)
+            if held is not None:
+                raise pytest.UsageError(
+                    f"harness: --snapshot-update would let syrupy write and delete header"
+                    f" snapshots ({Path(folder, held)}), and this is a CI run"
+                    f" ({found.describe()}): CI never writes; update them locally and commit"
+                    " them"
+                )
+
+
 class _XdistHooks:
-    """Registered only when pytest-xdist is present: hand the resolved seed to every worker."""
+    """Registered only when pytest-xdist is present: hand the resolved seed to every worker, and
+    learn which tests the workers collected."""
 
     def pytest_configure_node(self, node: Any) -> None:
         settings = node.config.stash[SETTINGS]
         node.workerinput["harness_seed"] = settings.seed
         node.workerinput["harness_seed_source"] = settings.seed_source
+
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: Sequence[str]) -> None:
+        node.config.stash[RUN].collected.update(ids)
 
 
 def pytest_report_header(config: pytest.Config) -> str:
@@ -153,31 +209,61 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 class _Controller:
     """Registered on the controller only (no xdist, or xdist's main process): acts on reports."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, config: pytest.Config) -> None:
         self.settings = settings
+        self.run = config.stash[RUN]
+        self.config = config
+        self.written: dict[Path, bytes] = {}  # what this run wrote where (one path, one content)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.run.outcome(report.nodeid, report.when, report.outcome, hasattr(report, "wasxfail"))
         if report.when != "teardown":  # the teardown report carries every property of the test
             return
         settings = self.settings
         value: Any
         for key, value in report.user_properties:
             if key == PROP_WRITE and settings.mode in WRITING_MODES and writes_allowed():
-                path = Path(value["path"])
-                try:
-                    if write_atomic(path, base64.b64decode(value["data"])):
-                        settings.written.append(path)
-                except (HarnessError, OSError) as error:  # a twin made meanwhile, a full disk...
-                    settings.unwritten.append(f"{path}: {error}")
+                self._write(Path(value["path"]), base64.b64decode(value["data"]), report.nodeid)
             elif key == PROP_DRIFT:
                 settings.drifts.append(value)
             elif key == PROP_USED:
                 settings.used.add(value)
+                self.run.used.add(str(Path(value).resolve()))
             elif key == PROP_MOVES:
                 settings.moves.append((report.nodeid, value))
 
+    def _write(self, path: Path, data: bytes, nodeid: str) -> None:
+        digest = hashlib.sha256(data).digest()
+        earlier = self.written.setdefault(path, digest)
+        if earlier != digest:  # two tests, two contents, one file: two owners of one pin
+            self.settings.unwritten.append(
+                f"{path}: {nodeid} would write other bytes than an earlier test of this run"
+                " wrote to it (two scenarios owning one pin?); kept the first"
+            )
+            return
+        try:
+            if write_atomic(path, data):
+                self.settings.written.append(path)
+        except (HarnessError, OSError) as error:  # a twin made meanwhile, a full disk...
+            self.settings.unwritten.append(f"{path}: {error}")
+
     def pytest_deselected(self, items: Sequence[pytest.Item]) -> None:
         self.settings.deselected += len(items)
+        self.run.deselected += len(items)
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            self.run.collection_errors += 1
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.run.collected.update(item.nodeid for item in session.items)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_ignore_collect(self, collection_path: Path, config: pytest.Config) -> Any:
+        ignored = yield
+        if ignored and collectable(collection_path, config.getini("python_files")):
+            self.run.left_out.append(str(collection_path))
+        return ignored
 
 
 # -- recorded scenarios as tests ---------------------------------------------------------------
@@ -325,35 +411,20 @@ def header_snapshot(request: pytest.FixtureRequest) -> Any:
         pytest.fail(
             "harness: header_snapshot needs syrupy: pip install 'harness[pytest]'", pytrace=False
         )
+    found = detect_ci()
+    if found is not None and request.config.getoption("update_snapshots", False):
+        pytest.fail(
+            f"harness: --snapshot-update writes and deletes header snapshots, and this is a CI"
+            f" run ({found.describe()}): CI never writes; update them locally and commit them",
+            pytrace=False,
+        )
     return request.getfixturevalue("snapshot").use_extension(HeaderSnapshotExtension)
 
 
 # -- the summary ---------------------------------------------------------------------------------
 
 
-def _full_run(session: pytest.Session, settings: Settings) -> bool:
-    options = session.config.option
-    if settings.deselected or options.keyword or options.markexpr:
-        return False
-    if (
-        getattr(options, "lf", False)
-        or getattr(options, "failedfirst", False)
-        or getattr(options, "stepwise", False)
-    ):
-        return False
-    return all(Path(arg).is_dir() for arg in session.config.args)
-
-
-def _unused(settings: Settings) -> list[Path]:
-    if not settings.fixtures.is_dir() or not settings.used:
-        return []
-    return sorted(
-        folder
-        for folder in (p.parent for p in settings.fixtures.glob(f"*/{SCENARIO_FILE}"))
-        if str(folder.resolve()) not in settings.used
-    )
-
-
+@pytest.hookimpl(trylast=True)  # after syrupy's, which deletes unused snapshots
 def pytest_sessionfinish(session: pytest.Session) -> None:
     config = session.config
     if hasattr(config, "workerinput"):
@@ -361,75 +432,56 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     settings = config.stash[SETTINGS]
     if settings.unwritten and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a recording that was not saved
-    settings_unused = _unused(settings) if _full_run(session, settings) else []
-    config.stash[_UNUSED] = settings_unused
-    if (
-        settings_unused
-        and settings.mode == "update"
-        and writes_allowed()
-        and not session.testsfailed
-    ):
-        for folder in settings_unused:
-            shutil.rmtree(folder)
+    if _refused_deletions() and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED  # syrupy was asked to delete under CI
+    verdict = judge_unused(
+        config.stash[RUN],
+        settings.fixtures,
+        narrowed=narrowing(
+            args=config.args,
+            project=_project(config),
+            options=vars(config.option),
+            xdist=config.pluginmanager.hasplugin("dsession"),
+        ),
+        asked=bool(config.getoption("harness_delete_unused")),
+        writing=settings.mode in WRITING_MODES,
+        collect_scenarios=bool(config.getini("harness_collect")),
+        stopped=bool(session.shouldstop or session.shouldfail)
+        or session.exitstatus == pytest.ExitCode.INTERRUPTED,
+    )
+    done = [remove(path, settings.fixtures) for path in verdict.unused] if verdict.delete else []
+    config.stash[_UNUSED] = (verdict, done)
 
 
-_UNUSED = pytest.StashKey[list[Path]]()
+def _project(config: pytest.Config) -> list[Path]:
+    """The whole project as pytest sees it: its testpaths (globbed), else its root folder."""
+    root = config.rootpath
+    found = [
+        Path(p).resolve()
+        for t in config.getini("testpaths")
+        for p in glob.glob(os.path.join(root, t), recursive=True)
+    ]
+    return found or [root.resolve()]
+
+
+def _refused_deletions() -> list[tuple[str, str]]:
+    snapshot = sys.modules.get("harness.snapshot")  # imported only when header_snapshot is used
+    return list(getattr(snapshot, "refused_deletions", []))
+
+
+_UNUSED = pytest.StashKey[tuple[Verdict, list[str]]]()
+RUN = pytest.StashKey[RunRecord]()
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     if hasattr(config, "workerinput"):
         return
-    s = config.stash[SETTINGS]
-    unused = config.stash.get(_UNUSED, [])
-    write = terminalreporter.write_line
-    terminalreporter.section("header drift")
-    write(
-        f"harness: mode {s.mode}, seed {s.seed} (from {s.seed_source}), "
-        f"{s.shuffle} orders per scenario"
+    verdict, done = config.stash.get(_UNUSED, (Verdict([], False, False, []), []))
+    write_summary(
+        terminalreporter,
+        config.stash[SETTINGS],
+        verdict,
+        done,
+        asked=bool(config.getoption("harness_delete_unused")),
+        refused=_refused_deletions(),
     )
-    if s.drifts:
-        write(f"{len(s.drifts)} test(s) found header drift:")
-        for drift in s.drifts:
-            write(f"  {drift['nodeid']}: {drift['message']}")
-    else:
-        write("no header drift")
-    if s.moves:
-        write(f"{len(s.moves)} test(s) marked moves_header:")
-        for nodeid, reason in s.moves:
-            write(f"  {nodeid}: {reason}")
-    for path in s.written:
-        write(f"wrote {path}")
-    for problem in s.unwritten:
-        write(f"could not write {problem}", red=True)
-    if unused:
-        deleted = s.mode == "update" and writes_allowed()
-        write(f"{len(unused)} unused recorded scenario(s){' deleted' if deleted else ''}:")
-        for folder in unused:
-            write(f"  {folder}")
-        if not deleted:
-            write("  (run with --harness-mode=update to delete them)")
-    if on_github_actions():
-        _github(s, write)
-
-
-def _github(settings: Settings, write: Callable[[str], None]) -> None:
-    for drift in settings.drifts:
-        write(
-            annotation(
-                drift["message"], file=drift["file"], line=drift["line"], title="header drift"
-            )
-        )
-    lines = [
-        "## Header drift",
-        "",
-        f"Seed `{settings.seed}` ({settings.seed_source}), mode `{settings.mode}`.",
-        "",
-    ]
-    if not settings.drifts:
-        lines.append("No header drift.")
-    for drift in settings.drifts:
-        lines += [f"### `{drift['nodeid']}`", "", drift["markdown"], ""]
-    if settings.moves:
-        lines += ["", "Tests marked `moves_header`:", ""]
-        lines += [f"- `{nodeid}`: {reason}" for nodeid, reason in settings.moves]
-    write_step_summary("\n".join(lines))
