@@ -86,9 +86,11 @@ def decoded_texts(
     if not body:
         return
     raw, how = _decompressed(body, _encodings(headers))
-    text, charset = _text(raw)
-    if how or charset:
-        yield " and ".join(part for part in (how, charset) if part), text
+    texts = _texts(raw)
+    for charset, view in texts:
+        if how or charset:
+            yield " and ".join(part for part in (how, charset) if part), view
+    text = texts[0][1]
     try:
         value = msgspec.json.decode(text.encode("utf-8", "surrogatepass"))
     except (msgspec.DecodeError, RecursionError):
@@ -167,19 +169,22 @@ def _brotli() -> Any:
     return None
 
 
-def _text(raw: bytes) -> tuple[str, str]:
-    """The body as text, and the charset it was read in when that was not UTF-8."""
+def _texts(raw: bytes) -> list[tuple[str, str]]:
+    """The body as text: UTF-8 when it is; else as Latin-1 (every byte, so an ASCII key shows)
+    and, when it looks like UTF-16 (a byte order mark, or many NUL bytes), as UTF-16 too."""
     try:
-        return raw.decode("utf-8"), ""
+        return [("", raw.decode("utf-8"))]
     except UnicodeDecodeError:
         pass
+    found = [("read as Latin-1", raw.decode("latin-1"))]
     if raw[:2] in (b"\xff\xfe", b"\xfe\xff") or raw.count(0) * 3 >= len(raw):
         for codec in ("utf-16", "utf-16-le", "utf-16-be"):
             try:
-                return raw.decode(codec), "read as UTF-16"
+                found.append(("read as UTF-16", raw.decode(codec)))
+                break
             except UnicodeDecodeError:
                 continue
-    return raw.decode("latin-1"), "read as Latin-1"
+    return found
 
 
 def _strings(value: Any, depth: int) -> Iterator[str]:

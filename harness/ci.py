@@ -211,8 +211,10 @@ def bounded_summary(markdown: str, room: int = STEP_SUMMARY_LIMIT) -> str:
     data = markdown.encode("utf-8", "surrogatepass")
     if len(data) <= room:
         return markdown
-    note_room = 200
-    kept = data[: max(room - note_room, 0)].decode("utf-8", "ignore")
+    note_room = 200  # the closing fence and the note below
+    if room < note_room:
+        return ""  # the summary is full: the job log has it all
+    kept = data[: room - note_room].decode("utf-8", "ignore")
     kept = kept[: kept.rfind("\n") + 1] if "\n" in kept else ""
     cut = len(data) - len(kept.encode("utf-8", "surrogatepass"))
     fence = "\n```\n" if kept.count("```") % 2 else ""  # close a code block cut in the middle
@@ -235,6 +237,7 @@ def write_step_summary(markdown: str) -> bool:
         used = 0
     text = markdown if markdown.endswith("\n") else markdown + "\n"
     text = bounded_summary(text, max(STEP_SUMMARY_LIMIT - used, 0))
-    with open(path, "a", encoding="utf-8", errors="backslashreplace") as handle:
-        handle.write(text)
+    if text:
+        with open(path, "a", encoding="utf-8", errors="backslashreplace") as handle:
+            handle.write(text)
     return True

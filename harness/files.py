@@ -178,17 +178,16 @@ def read_checked(path: Path, missing_hint: str = "record it first: harness recor
             )
         if info.st_size > limit:
             raise FixtureError(path, f"is {info.st_size:,} bytes, over the {limit:,}-byte limit")
-        chunks: list[bytes] = []
-        size = 0
-        while size <= limit:
-            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
+        # One read of the stated size (and a byte more) is the usual case; keep reading only
+        # while the file gives more, never past the limit.
+        chunks = [os.read(fd, min(info.st_size, limit) + 1)]
+        size = len(chunks[0])
+        while chunks[-1] and size <= limit:
+            chunks.append(os.read(fd, min(1 << 20, limit + 1 - size)))
+            size += len(chunks[-1])
         if size > limit:
             raise FixtureError(path, f"grew over the {limit:,}-byte limit while it was read")
-        return b"".join(chunks)
+        return chunks[0] if len(chunks) <= 2 and not chunks[-1] else b"".join(chunks)
     except OSError as error:
         raise FixtureError(path, f"cannot be read: {error.strerror}") from None
     finally:

@@ -44,11 +44,13 @@ from harness.pytest_api import (
     AgentHarness,
     RegistrationShuffle,
     Settings,
+    fail,
     moves_header_reason,
     queue_drift,
     queue_write,
     report_drift,
     settings_from,
+    shown,
 )
 from harness.summary import write_summary
 from harness.unused import (
@@ -198,7 +200,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     try:
         reason = moves_header_reason(item)
     except pytest.UsageError as error:
-        pytest.fail(str(error), pytrace=False)
+        fail(str(error))
     if reason is not None:
         item.user_properties.append((PROP_MOVES, reason))
 
@@ -287,7 +289,7 @@ class ScenarioFile(pytest.File):
         try:
             fixture = load_fixture(self.path.parent, scenario_only=settings.mode in WRITING_MODES)
         except FixtureError as error:
-            raise self.CollectError(f"harness: {error}") from None
+            raise self.CollectError(shown(f"harness: {error}")) from None
         yield ScenarioItem.from_parent(self, name=fixture.scenario.name)
 
 
@@ -357,7 +359,7 @@ def header_capture(request: pytest.FixtureRequest, harness_upstream: Any) -> Ite
             record_hint="record it locally: pytest --harness-mode=update-new-only",
         )
     except FixtureError as error:
-        pytest.fail(f"harness: {error}", pytrace=False)
+        fail(f"harness: {error}")
     session.moves_header = moves_header_reason(item)
     item.user_properties.append((PROP_USED, str(session.cassette)))
     yield session
@@ -366,11 +368,11 @@ def header_capture(request: pytest.FixtureRequest, harness_upstream: Any) -> Ite
     if item.stash.get(_CALL_FAILED, False):
         return  # the test already failed; a teardown error would only repeat it
     if session.errors:  # replay errors that the code under test may have swallowed
-        pytest.fail("\n\n".join(map(str, session.errors)), pytrace=False)
+        fail("\n\n".join(map(str, session.errors)))
     if breaks and session.moves_header is None:
         text = "\n\n".join(b.to_text() for b in breaks)
         queue_drift(item, text.splitlines()[0], text, settings.seed_for(item.nodeid))
-        pytest.fail(text, pytrace=False)
+        fail(text)
 
 
 @pytest.fixture

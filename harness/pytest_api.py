@@ -21,15 +21,16 @@ import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeVar
 
 import pytest
 
-from harness.ci import MODES, WRITING_MODES, detect_ci
+from harness.ci import MODES, WRITING_MODES, actions_safe, detect_ci
 from harness.errors import HarnessError
 from harness.files import FileContents
 from harness.fixture import Scenario, load_fixture
 from harness.paths import refuse_case_twin, safe_component
+from harness.secrets import redact_text
 
 if TYPE_CHECKING:
     from harness.agent.context import LoadSchedule
@@ -142,6 +143,17 @@ def _resolve_seed(config: pytest.Config) -> tuple[int, str]:
     return random.Random().getrandbits(32), "random"
 
 
+def shown(message: str) -> str:
+    """A message as a test failure prints it: redacted, and safe on GitHub Actions."""
+    return actions_safe(redact_text(message))
+
+
+def fail(message: str) -> NoReturn:
+    """Fail the test with `message` (redacted, safe to print), without a traceback."""
+    __tracebackhide__ = True
+    pytest.fail(shown(message), pytrace=False)
+
+
 def moves_header_reason(item: pytest.Item) -> str | None:
     """The reason of the test's `moves_header` marker; a UsageError when it has none."""
     marker = item.get_closest_marker("moves_header")
@@ -162,7 +174,7 @@ def queue_write(item: pytest.Item, files: Sequence[FileContents]) -> None:
         try:
             refuse_case_twin(Path(path))  # the test fails here, before the controller is asked
         except HarnessError as error:
-            pytest.fail(str(error), pytrace=False)
+            fail(str(error))
     for path, data in files:
         item.user_properties.append(
             (PROP_WRITE, {"path": str(path), "data": base64.b64encode(data).decode("ascii")})
@@ -177,8 +189,8 @@ def queue_drift(item: pytest.Item, message: str, markdown: str, seed: int) -> No
             PROP_DRIFT,
             {
                 "nodeid": item.nodeid,
-                "message": message,
-                "markdown": markdown,
+                "message": redact_text(message),
+                "markdown": redact_text(markdown),
                 "seed": seed,
                 "file": path,
                 "line": (line or 0) + 1,
@@ -218,7 +230,7 @@ class AgentHarness:
                 moves_header=moves_header_reason(self.item),
             )
         except HarnessError as error:
-            pytest.fail(f"harness: {error}", pytrace=False)
+            fail(f"harness: {error}")
         queue_write(self.item, checked.files)
         if checked.findings:
             self._fail(checked)
@@ -246,7 +258,7 @@ class AgentHarness:
             f"reproduce: {self.settings.reproduce(self.item.nodeid)})"
         )
         queue_drift(self.item, failing[0].message, markdown, self.seed)
-        pytest.fail(f"{message}\n\n{text}", pytrace=False)
+        fail(f"{message}\n\n{text}")
 
 
 class RegistrationShuffle:
