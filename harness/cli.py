@@ -15,6 +15,7 @@ is escaped, never a crash), and safe for GitHub Actions (`harness.ci.actions_saf
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -361,6 +362,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return error.exit_code
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `harness check | head`: the reader left; say nothing more
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + 13  # as a shell reports a process SIGPIPE ended
 
 
 if __name__ == "__main__":

@@ -17,7 +17,6 @@ the controller writes them atomically, so `-n 2` cannot interleave a file.
 from __future__ import annotations
 
 import base64
-import glob
 import hashlib
 import os
 import sys
@@ -35,7 +34,7 @@ from harness.ci import (
 )
 from harness.errors import FixtureError, HarnessError
 from harness.files import write_atomic
-from harness.fixture import SCENARIO_FILE, load_fixture
+from harness.fixture import LOG_FILE, SCENARIO_FILE, load_fixture
 from harness.pytest_api import (
     PROP_DRIFT,
     PROP_MOVES,
@@ -53,15 +52,7 @@ from harness.pytest_api import (
     shown,
 )
 from harness.summary import write_summary
-from harness.unused import (
-    DELETE_FLAG,
-    RunRecord,
-    Verdict,
-    collectable,
-    judge_unused,
-    narrowing,
-    remove,
-)
+from harness.unused import DELETE_FLAG, RunRecord, Verdict, after_run, collectable
 
 __all__ = ["AgentHarness", "RegistrationShuffle", "Settings", "moves_header_reason"]
 
@@ -273,12 +264,26 @@ class _Controller:
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
     config = parent.config
-    if file_path.name != SCENARIO_FILE or not config.getini("harness_collect"):
+    if file_path.name not in (SCENARIO_FILE, LOG_FILE) or not config.getini("harness_collect"):
         return None
     fixtures = config.stash[SETTINGS].fixtures.resolve()
     if fixtures not in file_path.resolve().parents:
         return None
+    if file_path.name == LOG_FILE:  # a recording whose scenario.json was renamed or deleted
+        if (file_path.parent / SCENARIO_FILE).exists():
+            return None
+        return OrphanRecording.from_parent(parent, path=file_path)
     return ScenarioFile.from_parent(parent, path=file_path)
+
+
+class OrphanRecording(pytest.File):
+    """A recording without its scenario.json: a collection error, not a scenario skipped."""
+
+    def collect(self) -> Iterator[pytest.Item]:
+        raise self.CollectError(
+            f"harness: {self.path.parent}: holds {LOG_FILE} but no {SCENARIO_FILE} (was it"
+            " renamed or deleted? restore it from git, or remove the folder)"
+        )
 
 
 class ScenarioFile(pytest.File):
@@ -436,34 +441,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a recording that was not saved
     if _refused_deletions() and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED  # syrupy was asked to delete under CI
-    verdict = judge_unused(
-        config.stash[RUN],
-        settings.fixtures,
-        narrowed=narrowing(
-            args=config.args,
-            project=_project(config),
-            options=vars(config.option),
-            xdist=config.pluginmanager.hasplugin("dsession"),
-        ),
-        asked=bool(config.getoption("harness_delete_unused")),
-        writing=settings.mode in WRITING_MODES,
-        collect_scenarios=bool(config.getini("harness_collect")),
-        stopped=bool(session.shouldstop or session.shouldfail)
-        or session.exitstatus == pytest.ExitCode.INTERRUPTED,
+    config.stash[_UNUSED] = after_run(
+        session, config.stash[RUN], settings.fixtures, writing=settings.mode in WRITING_MODES
     )
-    done = [remove(path, settings.fixtures) for path in verdict.unused] if verdict.delete else []
-    config.stash[_UNUSED] = (verdict, done)
-
-
-def _project(config: pytest.Config) -> list[Path]:
-    """The whole project as pytest sees it: its testpaths (globbed), else its root folder."""
-    root = config.rootpath
-    found = [
-        Path(p).resolve()
-        for t in config.getini("testpaths")
-        for p in glob.glob(os.path.join(root, t), recursive=True)
-    ]
-    return found or [root.resolve()]
 
 
 def _refused_deletions() -> list[tuple[str, str]]:

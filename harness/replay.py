@@ -3,7 +3,8 @@
 A replay checks, in this order, and reports every finding rather than stopping at the first:
 1. the rebuild invariant from the harness's side: at every dispatch, assembling again from the same
    inputs gives the header the log holds (a listener with hidden state fails here);
-2. the re-derived session log equals the recorded one;
+2. the re-derived session log equals the recorded one, and so does the order the plugins
+   registered in (each recording file must also name this scenario: `harness.fixture`);
 3. the re-built frozen requests equal the recorded ones;
 4. every live header equals its class's pin, with the declared number of header changes;
 5. every recorded answer was asked for.
@@ -24,7 +25,7 @@ from harness.agent.llm import ScriptedAdapter
 from harness.drift import DriftReport, compare, compare_values
 from harness.errors import FixtureError
 from harness.fixture import Fixture
-from harness.pins import Pin, check_against_pin, load_pin
+from harness.pins import Pin, check_against_pin, load_pin, pin_folder
 from harness.record import log_of, pins_root, requests_of
 from harness.scenario import Run, owners_of, run_sync
 from harness.views import view_of_header
@@ -104,6 +105,21 @@ def compare_recordings(fixture: Fixture, run: Run) -> list[Finding]:
     assert fixture.log is not None and fixture.requests is not None
     findings: list[Finding] = []
     log, requests = log_of(run), requests_of(run)  # replay compares these two, not the answers
+    if log.registration_order != fixture.log.registration_order:
+        report = compare_values(
+            list(fixture.log.registration_order),
+            list(log.registration_order),
+            label_a="recorded",
+            label_b="replayed",
+        )
+        findings.append(
+            Finding(
+                "log",
+                "the plugins registered in another order than the recording says"
+                f" (log.json `registration_order`, at {report.pointer})",
+                report,
+            )
+        )
     if msgspec.json.encode(log.events) != msgspec.json.encode(fixture.log.events):
         report = compare_values(
             _builtins(fixture.log.events),
@@ -191,8 +207,15 @@ def pin_findings(
                 "pin", f'header class "{spec.name}" has no pin under {root}; run harness refresh'
             )
         ]
+    # The pin's files are named: a hand-edited or damaged system pin (plain text, no envelope:
+    # decision 0011) reads as this drift, and the reader must know which file to look at.
+    where = f" (pin {pin_folder(root, spec.name)}: edited or damaged? git diff it)"
     return [
-        Finding("pin", mismatch.message, mismatch.report)
+        Finding(
+            "pin",
+            mismatch.message + (where if mismatch.report is not None else ""),
+            mismatch.report,
+        )
         for mismatch in check_against_pin(
             run.headers, pin, fixture.scenario.expected_header_changes, owners_of(run.scenario)
         )

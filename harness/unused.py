@@ -25,11 +25,14 @@ When the flag is given and something keeps the recordings, the summary says what
 from __future__ import annotations
 
 import fnmatch
+import glob
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
+
+import pytest
 
 from harness.ci import detect_ci
 
@@ -37,6 +40,7 @@ __all__ = [
     "DELETE_FLAG",
     "RunRecord",
     "Verdict",
+    "after_run",
     "collectable",
     "judge_unused",
     "recordings",
@@ -210,3 +214,38 @@ def collectable(path: Path, python_files: Iterable[str]) -> bool:
     return name == "scenario.json" or (
         name.endswith(".py") and any(fnmatch.fnmatch(name, pattern) for pattern in python_files)
     )
+
+
+def after_run(
+    session: pytest.Session, record: RunRecord, fixtures: Path, *, writing: bool
+) -> tuple[Verdict, list[str]]:
+    """What the run proved unused, and what was deleted (with the flag, when it may be)."""
+    config = session.config
+    verdict = judge_unused(
+        record,
+        fixtures,
+        narrowed=narrowing(
+            args=config.args,
+            project=_project(config),
+            options=vars(config.option),
+            xdist=config.pluginmanager.hasplugin("dsession"),
+        ),
+        asked=bool(config.getoption("harness_delete_unused")),
+        writing=writing,
+        collect_scenarios=bool(config.getini("harness_collect")),
+        stopped=bool(session.shouldstop or session.shouldfail)
+        or session.exitstatus == pytest.ExitCode.INTERRUPTED,
+    )
+    done = [remove(path, fixtures) for path in verdict.unused] if verdict.delete else []
+    return verdict, done
+
+
+def _project(config: pytest.Config) -> list[Path]:
+    """The whole project as pytest sees it: its testpaths (globbed), else its root folder."""
+    root = config.rootpath
+    found = [
+        Path(p).resolve()
+        for t in config.getini("testpaths")
+        for p in glob.glob(os.path.join(root, t), recursive=True)
+    ]
+    return found or [root.resolve()]

@@ -260,3 +260,17 @@ def test_a_recording_copied_from_another_scenario_is_refused(
     line = one_line(err)
     assert f"fixtures/tool-turn/{name}: belongs to scenario 'text-turn', not 'tool-turn'" in line
     assert "`$.scenario`" in line
+
+
+def test_a_recording_without_scenario_json_is_a_collection_error(
+    pytester: pytest.Pytester,
+) -> None:
+    copy_project(pytester.path)
+    folder = pytester.path / "fixtures/resume"
+    (folder / "scenario.json").rename(folder / "scenario.json.bak")
+    pytester.makeini("[pytest]\nharness_collect = true\ntestpaths = fixtures\n")
+    result = inner_pytest(
+        pytester, "-p", "no:randomly", "--harness-shuffle=2", "--continue-on-collection-errors"
+    )
+    result.assert_outcomes(passed=5, errors=1)
+    assert "fixtures/resume: holds log.json but no scenario.json" in result.stdout.str()
