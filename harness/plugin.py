@@ -289,7 +289,9 @@ def header_capture(request: pytest.FixtureRequest, harness_upstream: Any) -> Ite
 
 @pytest.fixture
 def prove_stable(request: pytest.FixtureRequest, header_capture: Any) -> Callable[..., Any]:
-    """`prove_stable(build, units, permutations=None, hash_seeds=None)`, seeded for this test."""
+    """`prove_stable(build, units=None, permutations=None, hash_seeds=None)`, seeded for this
+    test: `build` runs under perturbed asyncio, thread, filesystem and entry-point orders (and
+    the units in new orders, when given); a drift fails the test with its cause."""
     from harness.stability import HeaderDrift, make_prove_stable_fixture
 
     settings = request.config.stash[SETTINGS]
@@ -301,7 +303,7 @@ def prove_stable(request: pytest.FixtureRequest, header_capture: Any) -> Callabl
 
     def prove(
         build: Any,
-        units: Sequence[Any],
+        units: Sequence[Any] | None = None,
         permutations: int | None = None,
         hash_seeds: Sequence[int] | None = None,
         **options: Any,
@@ -312,6 +314,11 @@ def prove_stable(request: pytest.FixtureRequest, header_capture: Any) -> Callabl
         except HeaderDrift as drift:
             report_drift(item, drift, seed)
             raise
+        except HarnessError as error:  # a build that returned no header, a bad argument...
+            if isinstance(error, AssertionError):
+                raise
+            notes = "".join(f"\n{note}" for note in getattr(error, "__notes__", ()))
+            pytest.fail(f"harness: {error}{notes}", pytrace=False)
 
     return prove
 

@@ -296,4 +296,5 @@ class RegistrationShuffle:
 def report_drift(item: pytest.Item, drift: Any, seed: int) -> None:
     """Queue a `HeaderDrift` for the summary: its first line, and its report as Markdown."""
     markdown = drift.report.to_markdown() if drift.report is not None else str(drift)
-    queue_drift(item, str(drift).splitlines()[0], markdown, seed)
+    headline = getattr(drift, "headline", None) or str(drift).splitlines()[0]
+    queue_drift(item, headline, markdown, seed)
