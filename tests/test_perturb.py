@@ -522,3 +522,59 @@ def test_a_return_value_that_is_not_a_header_is_an_error(
     out = result.stdout.str()
     assert message in out, out
     assert "msgspec" not in out
+
+
+def test_a_set_ordered_header_fails_across_hash_seeds_without_units(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harness.stability import HeaderDrift, prove_stable
+
+    (tmp_path / "hashed_agent.py").write_text(
+        BODY
+        + textwrap.dedent(
+            """
+            TOOLS = {"search", "fetch", "summarize", "translate", "calendar", "weather"}
+
+            def build():
+                return request(list(TOOLS))  # set order: fixed in a process, not across them
+
+            def fixed():
+                return request(sorted(TOOLS))
+            """
+        )
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(HeaderDrift) as caught:
+        prove_stable("hashed_agent:build", permutations=2, hash_seeds=(0, 1, 2, 3))
+    assert re.search(r"^cause: PYTHONHASHSEED 0 vs \d$", str(caught.value), re.MULTILINE)
+    prove_stable("hashed_agent:fixed", permutations=2, hash_seeds=(0, 1, 2, 3))
+
+
+def test_a_seed_gives_the_same_orders_every_time() -> None:
+    import asyncio
+
+    from harness.perturb import ASYNCIO, perturbed, plans
+
+    async def loader() -> list[str]:
+        done: list[str] = []
+
+        async def load(name: str) -> None:
+            await asyncio.sleep(0)
+            done.append(name)
+
+        await asyncio.gather(*(load(name) for name in "abcdefgh"))
+        return done
+
+    def orders(seed: int) -> list[list[str]]:
+        seen = []
+        for plan in plans(8, seed):
+            with perturbed(plan) as journal:
+                seen.append(asyncio.run(loader()))
+            assert journal.finished_order[ASYNCIO][-1] == "loader", "the build's task ends last"
+        return seen
+
+    first, again, other = orders(42), orders(42), orders(43)
+    assert first == again
+    assert first[0] == list("abcdefgh") and first[1] == list("hgfedcba")
+    assert first != other, "another seed draws other random orders"
+    assert len({tuple(order) for order in first[3:]}) > 1, "the random runs differ"

@@ -75,15 +75,14 @@ def perturbed_listing(plan: RunPlan, journal: Journal) -> Iterator[None]:
         names = listdir(path)
         if len(names) > 1:
             journal.place(FILESYSTEM, f"os.listdir of {_where(path)}")
-        return plan.arrange(FILESYSTEM, names, canonical=sorted(names))
+        return plan.arrange(FILESYSTEM, names, key=str)
 
     def perturbed_scandir(path: Any = ".") -> _Entries:
         with scandir(path) as found:
             entries = list(found)
         if len(entries) > 1:
             journal.place(FILESYSTEM, f"os.scandir of {_where(path)}")
-        by_name = sorted(entries, key=lambda entry: entry.name)
-        return _Entries(plan.arrange(FILESYSTEM, entries, canonical=by_name))
+        return _Entries(plan.arrange(FILESYSTEM, entries, key=lambda entry: entry.name))
 
     os.listdir = perturbed_listdir
     os.scandir = perturbed_scandir  # type: ignore[assignment]
@@ -91,6 +90,13 @@ def perturbed_listing(plan: RunPlan, journal: Journal) -> Iterator[None]:
         yield
     finally:
         os.listdir, os.scandir = listdir, scandir
+
+
+def _distribution_name(dist: importlib.metadata.Distribution) -> str:
+    """The name to sort by: from the folder name when there is one (reading every METADATA
+    file to sort would cost more than the build)."""
+    normalized = getattr(dist, "_normalized_name", None)
+    return normalized if isinstance(normalized, str) else str(dist.metadata["Name"] or "")
 
 
 @contextmanager
@@ -101,8 +107,7 @@ def perturbed_entry_points(plan: RunPlan, journal: Journal) -> Iterator[None]:
 
     def perturbed_distributions(**params: Any) -> list[importlib.metadata.Distribution]:
         found = list(distributions(**params))
-        by_name = sorted(found, key=lambda dist: str(dist.metadata["Name"] or ""))
-        return plan.arrange(ENTRY_POINTS, found, canonical=by_name)
+        return plan.arrange(ENTRY_POINTS, found, key=_distribution_name)
 
     def recorded_select(self: importlib.metadata.EntryPoints, **params: Any) -> Any:
         if "group" in params:

@@ -14,10 +14,10 @@ seed reproduces every order exactly, in any process and under any `PYTHONHASHSEE
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Final, TypeVar
+from typing import Any, Final, TypeVar
 
 __all__ = ["SOURCES", "Mode", "RunPlan", "plans"]
 
@@ -67,19 +67,18 @@ class RunPlan:
         return self._streams[source]
 
     def arrange(
-        self, source: str, items: Sequence[T], *, canonical: Sequence[T] | None = None
+        self, source: str, items: Sequence[T], *, key: Callable[[T], Any] | None = None
     ) -> list[T]:
-        """`items` in this run's order for `source`. `canonical` is the forward order (default:
-        `items` as given)."""
+        """`items` in this run's order for `source`. The forward order is `items` sorted by
+        `key` (computed only when needed), or as given without a key."""
         mode = self.mode_of(source)
         if mode is Mode.NATURAL:
             return list(items)
         if mode is Mode.REVERSED:
             return list(reversed(items))
-        if mode is Mode.FORWARD:
-            return list(items if canonical is None else canonical)
-        if mode is Mode.BACKWARD:
-            return list(reversed(items if canonical is None else canonical))
+        if mode in (Mode.FORWARD, Mode.BACKWARD):
+            forward = list(items) if key is None else sorted(items, key=key)
+            return forward if mode is Mode.FORWARD else forward[::-1]
         shuffled = list(items)
         self.rng(source).shuffle(shuffled)
         return shuffled
