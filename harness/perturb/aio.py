@@ -54,7 +54,7 @@ class _Perturbing:
         self._journal = journal
         self._on_idle = on_idle
         self._mode = plan.mode_of(ASYNCIO)
-        self._ranks: dict[int, float] = {}
+        self._ranks: dict[asyncio.Task[Any], float] = {}  # held until the loop goes: no id reuse
         self._tasks_seen = itertools.count()
         self._held: list[tuple[float, int, asyncio.Handle]] = []
         self._held_seq = itertools.count()
@@ -76,18 +76,19 @@ class _Perturbing:
         return super().call_soon(callback, *args, context=context)  # type: ignore[misc, no-any-return]
 
     def _rank(self, task: asyncio.Task[Any]) -> float:
-        key = id(task)
-        if key not in self._ranks:
+        rank = self._ranks.get(task)
+        if rank is None:
             order = next(self._tasks_seen)
             if self._mode in (Mode.REVERSED, Mode.BACKWARD):
-                self._ranks[key] = -order
+                rank = -order
             elif self._mode is Mode.RANDOM:
-                self._ranks[key] = self._plan.rng(ASYNCIO).random()
+                rank = self._plan.rng(ASYNCIO).random()
             else:
-                self._ranks[key] = order
+                rank = order
+            self._ranks[task] = rank
             label = _task_label(task)
             task.add_done_callback(lambda _: self._journal.finished(ASYNCIO, label))
-        return self._ranks[key]
+        return rank
 
     def _run_once(self) -> None:
         ready: Any = self._ready  # type: ignore[attr-defined]
