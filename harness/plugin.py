@@ -36,6 +36,7 @@ from harness.errors import FixtureError, HarnessError
 from harness.files import write_atomic
 from harness.fixture import SCENARIO_FILE, load_fixture
 from harness.pytest_api import (
+    DEFAULT_SHUFFLE,
     PROP_DRIFT,
     PROP_MOVES,
     PROP_USED,
@@ -88,7 +89,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "[ini: harness_fixtures]",
     )
     parser.addini("harness_mode", "default --harness-mode", default="check")
-    parser.addini("harness_shuffle", "default --harness-shuffle", default="8")
+    parser.addini("harness_shuffle", "default --harness-shuffle", default=str(DEFAULT_SHUFFLE))
     parser.addini("harness_seed", "default --harness-seed", default="")
     parser.addini("harness_fixtures", "default --harness-fixtures", default="fixtures")
     parser.addini(
@@ -127,12 +128,18 @@ class _XdistHooks:
         node.workerinput["harness_seed_source"] = settings.seed_source
 
 
-def pytest_report_header(config: pytest.Config) -> str:
+def pytest_report_header(config: pytest.Config) -> list[str]:
     s = config.stash[SETTINGS]
-    return (
+    lines = [
         f"harness: mode {s.mode}, {s.shuffle} registration orders per scenario, "
         f"seed {s.seed} (from {s.seed_source}), fixtures {s.fixtures}"
-    )
+    ]
+    if s.shuffle < 3:
+        lines.append(
+            f"harness: --harness-shuffle={s.shuffle} skips the forward and reversed runs that"
+            " make a race's detection certain: races are caught by luck"
+        )
+    return lines
 
 
 # -- the marker ----------------------------------------------------------------------------------
@@ -305,7 +312,7 @@ def prove_stable(request: pytest.FixtureRequest, header_capture: Any) -> Callabl
         build: Any,
         units: Sequence[Any] | None = None,
         permutations: int | None = None,
-        hash_seeds: Sequence[int] | None = None,
+        hash_seeds: Sequence[int] | int | None = None,
         **options: Any,
     ) -> Any:
         __tracebackhide__ = True

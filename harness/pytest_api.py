@@ -46,6 +46,7 @@ PROP_MOVES: Final = "harness_moves_header"
 
 
 CACHE_KEY: Final = "harness/seed"
+DEFAULT_SHUFFLE: Final = 8
 
 
 @dataclass
@@ -73,6 +74,8 @@ class Settings:
             flags = f"-p no:randomly --harness-seed={self.seed}"
         else:
             flags = f"--harness-seed={self.seed}"
+        if self.shuffle != DEFAULT_SHUFFLE:
+            flags += f" --harness-shuffle={self.shuffle}"
         return f"pytest {shlex.quote(nodeid)} {flags}"
 
 

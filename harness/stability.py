@@ -26,6 +26,7 @@ numbers, or module-level objects).
 from __future__ import annotations
 
 import random
+import warnings
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -40,9 +41,10 @@ from harness.builds import (
     unit_name,
     view_of_value,
 )
-from harness.drift import DriftReport, Reproduce, compare, first_byte_difference
-from harness.errors import Drift
+from harness.drift import Reproduce
 from harness.perturb import (
+    ENTRY_POINTS,
+    FILESYSTEM,
     LOAD_SCHEDULE,
     SOURCES,
     UNITS,
@@ -53,6 +55,7 @@ from harness.perturb import (
     perturbed,
     plans,
 )
+from harness.run_diff import HeaderDrift, difference
 from harness.views import CacheView, canonical_bytes
 
 if TYPE_CHECKING:
@@ -63,6 +66,7 @@ __all__ = [
     "HeaderDrift",
     "NotAHeader",
     "Observed",
+    "PerturbationWarning",
     "StabilityResult",
     "make_prove_stable_fixture",
     "observe",
@@ -76,42 +80,6 @@ __all__ = [
 U = TypeVar("U")
 
 DEFAULT_PERMUTATIONS = 8
-
-
-class HeaderDrift(Drift):
-    """Header bytes moved under a perturbation. `str()` is the cause, then the whole report."""
-
-    def __init__(
-        self,
-        message: str,
-        report: DriftReport | None,
-        *,
-        seed: int | None = None,
-        orders: tuple[tuple[str, ...], tuple[str, ...]] | None = None,
-        hash_seeds: tuple[int, int] | None = None,
-    ) -> None:
-        self.message = message
-        self.report = report
-        self.seed = seed
-        self.orders = orders
-        self.hash_seeds = hash_seeds
-        self.cause: str | None = None
-        super().__init__(self._text())
-
-    def add_cause(self, cause: str) -> None:
-        """Name the source that moved the bytes, on the first line."""
-        self.cause = cause
-        self.args = (self._text(),)
-
-    @property
-    def headline(self) -> str:
-        """One line for a summary: the cause when known, else what moved."""
-        first = self.message.splitlines()[0]
-        return f"{first}; cause: {self.cause}" if self.cause else first
-
-    def _text(self) -> str:
-        head = f"cause: {self.cause}\n{self.message}" if self.cause else self.message
-        return head if self.report is None else f"{head}\n\n{self.report.to_text()}"
 
 
 def orders_of(units: Sequence[U], count: int, seed: int) -> list[list[U]]:
@@ -208,7 +176,7 @@ def prove_stable(
     command: str | None = None,
     captured: Callable[[], list[CacheView]] | None = None,
     capture: CaptureSession | None = None,
-    hash_seeds: Sequence[int] | None = None,
+    hash_seeds: Sequence[int] | int | None = None,
     timeout: float = 120.0,
 ) -> StabilityResult[U]:
     """Run `build` under `permutations` perturbed runs; raise HeaderDrift if its bytes move.
@@ -218,7 +186,9 @@ def prove_stable(
     answered by position from the first run's answers). `captured`, the older hook, is called
     after each build that returned None and sent nothing through `capture`, and must return the
     views of the requests that build sent. `hash_seeds`: also run the build once per
-    PYTHONHASHSEED value in a subprocess and compare those runs.
+    PYTHONHASHSEED value in a subprocess and compare those runs (a number: that many values
+    drawn from `seed`; `set` order differs between two hash seeds only now and then, so more
+    values catch more: 8 miss a two-element set about once in 128).
     """
     __tracebackhide__ = True
     count = max(permutations, 1)
@@ -227,16 +197,19 @@ def prove_stable(
     proof = capture.proving(names[0]) if capture is not None else None
     runs = _Proof(_build_callable(build), units, orders, names, proof, captured, [])
     every = plans(count, seed)
-    base, _ = runs.run(every[0])
+    base, natural = runs.run(every[0])
     results = [base]
+    journals = []
     for plan in every[1:]:
-        observed, _ = runs.run(plan)
+        observed, journal = runs.run(plan)
         results.append(observed)
+        journals.append(journal)
         drift = _judge(base, observed, plan, runs, owners=owners, command=command)
         if drift is not None:
             _name_the_cause(drift, plan, runs, units is not None)
             raise drift
-    seeds = tuple(hash_seeds or ())
+    _warn_if_untouched(natural, journals, runs.notes)
+    seeds = _hash_seeds(hash_seeds, seed)
     if seeds:
         _prove_hash_seeds(
             build,
@@ -252,6 +225,31 @@ def prove_stable(
         )
     shown = [runs.names[plan.index] for plan in every]
     return StabilityResult(seed, shown, results, runs.notes, seeds)
+
+
+def _hash_seeds(hash_seeds: Sequence[int] | int | None, seed: int) -> tuple[int, ...]:
+    if isinstance(hash_seeds, int):
+        rng = random.Random(f"{seed}:hash-seeds")
+        return tuple(rng.sample(range(2**32 - 1), hash_seeds))
+    return tuple(hash_seeds or ())
+
+
+class PerturbationWarning(UserWarning):
+    """The proof could not perturb a source the build uses (it read it once, then cached it)."""
+
+
+def _warn_if_untouched(natural: Journal, later: Sequence[Journal], notes: list[str]) -> None:
+    """A source the natural run used and no perturbed run touched was read once and cached:
+    its first order is kept for the whole process, so the proof could not move it."""
+    for source, what in ((FILESYSTEM, "folders"), (ENTRY_POINTS, "entry points")):
+        if natural.places.get(source) and later and not any(j.places.get(source) for j in later):
+            note = (
+                f"the build read {what} in its first run only (a cache?): their order could not"
+                f" be perturbed ({'; '.join(natural.places[source][:2])}); clear the cache in"
+                " the build, or hand them in as units"
+            )
+            notes.append(note)
+            warnings.warn(PerturbationWarning(note), stacklevel=3)
 
 
 def _judge(
@@ -270,7 +268,7 @@ def _judge(
         order_b=tuple(names[plan.index] if plan.perturbs(UNITS) else names[0]),
         command=command,
     )
-    return _difference(
+    return difference(
         base,
         observed,
         owners=owners,
@@ -290,7 +288,7 @@ def _name_the_cause(drift: HeaderDrift, plan: RunPlan, runs: _Proof[Any], with_u
     def differs(reference: RunPlan, candidate: RunPlan) -> tuple[Journal, Journal] | None:
         first, first_journal = runs.run(reference)
         second, second_journal = runs.run(candidate)
-        moved = _difference(
+        moved = difference(
             first, second, owners=None, reproduce=Reproduce(), labels=("a", "b"),
             what=("", ""), notes=[],
         )  # fmt: skip
@@ -332,7 +330,7 @@ def _prove_hash_seeds(
             continue
         again = f"PYTHONHASHSEED={hash_seed} {command}" if command else None
         reproduce = Reproduce(seed=seed, order_a=tuple(names), order_b=tuple(names), command=again)
-        drift = _difference(
+        drift = difference(
             first[1],
             observed,
             owners=owners,
@@ -353,51 +351,6 @@ def _prove_hash_seeds(
             raise drift
 
 
-def _difference(
-    base: list[Observed],
-    other: list[Observed],
-    *,
-    owners: Mapping[str, str | None] | None,
-    reproduce: Reproduce,
-    labels: tuple[str, str],
-    what: tuple[str, str],
-    notes: list[str],
-) -> HeaderDrift | None:
-    """The drift between two builds' requests, or None; differences past the prefix are notes."""
-    title, where = what
-    label_a, label_b = labels
-    for position, (a, b) in enumerate(zip(base, other, strict=False)):
-        if a.key == b.key or canonical_bytes(a.view) == canonical_bytes(b.view):
-            continue
-        report = compare(
-            a.view, b.view, owners=owners, reproduce=reproduce, label_a=label_a, label_b=label_b
-        )
-        which = f"request {position + 1} " if len(base) > 1 or len(other) > 1 else ""
-        if (
-            a.prefix is not None
-            and b.prefix is not None
-            and canonical_bytes(a.prefix) == canonical_bytes(b.prefix)
-        ):
-            notes.append(
-                f"{which}differs between {label_a} and {label_b} only after the last"
-                f" cache_control breakpoint (information: the cached prefix is unaffected):"
-                f" {report.summary}"
-            )
-            continue
-        raw = ""
-        if a.body is not None and b.body is not None:
-            offset = first_byte_difference(a.body, b.body)
-            raw = f"\nthe request bodies as sent first differ at byte {offset:,} of {len(a.body):,}"
-        message = f"{title}: {which}bytes differ between {label_a} and {label_b} {where}{raw}"
-        return HeaderDrift(message, report)
-    if len(base) != len(other):
-        return HeaderDrift(
-            f"{title}: {label_a} sent {len(base)} requests, {label_b} sent {len(other)} {where}",
-            None,
-        )
-    return None
-
-
 def make_prove_stable_fixture(
     seed: int,
     permutations: int,
@@ -414,7 +367,7 @@ def make_prove_stable_fixture(
         build: Callable[..., Any] | str,
         units: Sequence[Any] | None = None,
         permutations: int | None = None,
-        hash_seeds: Sequence[int] | None = None,
+        hash_seeds: Sequence[int] | int | None = None,
         *,
         owners: Mapping[str, str | None] | None = None,
     ) -> StabilityResult[Any]:

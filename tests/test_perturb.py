@@ -48,7 +48,7 @@ PROJECTS: dict[str, tuple[str, str]] = {
             await asyncio.gather(*(load(name) for name in LATENCY))
             return request(FIX(tools))
         """,
-        r"cause: asyncio completion order \(web, shell, fs vs fs, shell, web\)",
+        r"cause: asyncio completion order \(fs, shell, web vs web, shell, fs\)",
     ),
     "asyncio-as-completed": (
         """
@@ -82,7 +82,7 @@ PROJECTS: dict[str, tuple[str, str]] = {
                     group.create_task(load(name))
             return request(FIX(tools))
         """,
-        r"cause: asyncio completion order \(search, shell, files vs files, shell, search\)",
+        r"cause: asyncio completion order \(files, search, shell vs shell, search, files\)",
     ),
     "threads-as-completed": (
         """
@@ -282,9 +282,7 @@ async def build():
     seen = await timeouts()
     assert seen == ["timed out", "fast", "timed out again", "thread"], seen
     assert nested() == "inner"
-    started = time.monotonic()
     await asyncio.gather(*(asyncio.sleep(0.05) for _ in range(3)))
-    assert time.monotonic() - started >= 0.049, "a sleep kept its length"
     tools = []
 
     async def load(name):
@@ -366,8 +364,12 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import agent
 
-ORIGINALS = (os.listdir, os.scandir, ThreadPoolExecutor.submit, Future.result,
-             importlib.metadata.distributions, type(asyncio.get_event_loop_policy()))
+def now():
+    return (os.listdir, os.scandir, ThreadPoolExecutor.submit, Future.result, Future.done,
+            importlib.metadata.Distribution.__dict__["discover"],
+            importlib.metadata.EntryPoints.select, type(asyncio.get_event_loop_policy()))
+
+ORIGINALS = now()
 
 def test_a_failing_build_restores_everything(prove_stable):
     def build():
@@ -378,9 +380,7 @@ def test_a_failing_build_restores_everything(prove_stable):
         prove_stable(build)
     except RuntimeError as error:
         assert "while building order 1 of 8" in "".join(error.__notes__)
-    now = (os.listdir, os.scandir, ThreadPoolExecutor.submit, Future.result,
-           importlib.metadata.distributions, type(asyncio.get_event_loop_policy()))
-    assert now == ORIGINALS
+    assert now() == ORIGINALS
 
 def test_a_drifting_build_restores_everything(prove_stable):
     try:
@@ -389,9 +389,7 @@ def test_a_drifting_build_restores_everything(prove_stable):
         pass
     else:
         raise AssertionError("the racy build passed")
-    now = (os.listdir, os.scandir, ThreadPoolExecutor.submit, Future.result,
-           importlib.metadata.distributions, type(asyncio.get_event_loop_policy()))
-    assert now == ORIGINALS
+    assert now() == ORIGINALS
 """
 
 
@@ -495,7 +493,7 @@ def test_what_was_sent_is_judged_not_the_answer(pytester: pytest.Pytester) -> No
     result = run(pytester, "-p", "no:randomly", "--harness-mode=record")
     result.assert_outcomes(failed=1)
     out = result.stdout.str()
-    assert "cause: asyncio completion order (b, a vs a, b)" in out
+    assert "cause: asyncio completion order (a, b vs b, a)" in out
     assert "tools_changed" in out
 
 

@@ -1,34 +1,40 @@
-"""asyncio scheduling: which ready task runs first, and which pending sleep finishes first.
+"""asyncio scheduling: which ready task runs first, and which pending timer fires first.
 
 During a run, the event loop policy hands out a loop of ours (`asyncio.run`, `asyncio.Runner`,
-`new_event_loop` and anyio's asyncio backend all ask the policy), which perturbs two things:
+`new_event_loop` and anyio's asyncio backend all ask the policy). The loop perturbs two things,
+as the run in force says (a loop that outlives the run it was made in follows the next run):
 
 - **Ready tasks.** A task's step (`Task.__step`, `Task.__wakeup`) is held back when it is
   scheduled, and at the start of the next loop iteration the held steps join the ready queue
-  sorted by the task's rank: creation order (`forward`), its reverse, or a seeded random key
-  drawn once per task. Every held step runs in the next iteration, so no task starves, and a
-  task keeps its own order. Callbacks that are not task steps (transports, protocols, future
-  callbacks, `call_soon_threadsafe`) keep asyncio's FIFO order: code may rely on that.
-- **Sleep timers.** `asyncio.sleep` timers become slots: the k-th sleep to finish still finishes
-  at the k-th deadline, but which pending sleep it is comes from the run's order (`reversed`:
-  the latest deadline first). Only sleeps in the same segment trade places: a segment ends at the
-  next timer that is not a sleep (an `asyncio.timeout`, a `wait_for`, any `call_later`), so a
-  sleep shorter than a timeout still finishes before it, and a longer one still does not.
-  Timeouts themselves are never moved and time is real: a long sleep takes as long as it would.
+  sorted by the task's rank: by its label, the coroutine's name and first argument (`forward`),
+  the reverse, or a seeded random key drawn for that label. Labels, not creation order, so a run
+  is the same whatever order the program created its tasks in. Every held step runs in the
+  next iteration, so no task starves, and a task keeps its own order. Callbacks that are not
+  task steps (transports, protocols, future callbacks, `call_soon_threadsafe`) keep asyncio's
+  FIFO order: code may rely on that.
+- **Timers.** Sleeps and `call_later` / `call_at` callbacks stand for latencies: when the first
+  of them is due, every pending one that would end before the next deadline fires with it, in
+  the run's order, and the tasks they wake run in rank order. So a timer only ever fires early,
+  never late, and never across a deadline: the timers that stand for deadlines (an
+  `asyncio.timeout`, `wait_for`, `wait(timeout=...)`, anyio's cancel scopes, a scheduled
+  `cancel()`, any callback named for a timeout) keep their real time. A sleep shorter than its
+  timeout still ends first, a longer one still does not, and time stays real: nothing hangs.
 
-The natural run uses the same loop without perturbing anything, so both runs record the order in
-which the program's tasks finished (the cause a report names).
+Every run, the natural one included, records the order in which the program's tasks finished
+(the cause a report names).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import math
+import random
 import sys
-from asyncio import futures
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 from harness.perturb.journal import Journal, label_of_call
@@ -36,29 +42,51 @@ from harness.perturb.plan import ASYNCIO, Mode, RunPlan
 
 __all__ = ["perturbed_asyncio"]
 
-# What `asyncio.sleep` schedules: the one timer callback that is a sleep, not a timeout.
-_SLEEP_DONE = futures._set_result_unless_cancelled  # type: ignore[attr-defined]
+
+@dataclass
+class _Run:
+    """The run in force: what loops of ours perturb, and where they write what they saw."""
+
+    plan: RunPlan
+    journal: Journal
+    on_idle: Callable[[], None] | None
+    mode: Mode = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.mode = self.plan.mode_of(ASYNCIO)
+
+
+_CURRENT: list[_Run] = []  # the run in force (a stack: runs do not nest, but stay safe if they do)
+
+
+def _deadline(callback: Callable[..., Any]) -> bool:
+    """Whether a timer callback stands for a deadline (kept in real time) rather than a latency."""
+    target = callback.func if isinstance(callback, functools.partial) else callback
+    name = getattr(target, "__name__", "")
+    if "timeout" in name or name == "_release_waiter":
+        return True  # asyncio.timeout, wait_for, wait, as_completed, anyio, SSL handshakes
+    return name == "cancel" and isinstance(getattr(target, "__self__", None), asyncio.Future)
 
 
 class _Perturbing:
     """Mixed into the platform's event loop class (see `_loop_class`)."""
 
-    _plan: RunPlan
-    _journal: Journal
-    _on_idle: Callable[[], None] | None
-
-    def _harness_setup(
-        self, plan: RunPlan, journal: Journal, on_idle: Callable[[], None] | None
-    ) -> None:
-        self._plan = plan
-        self._journal = journal
-        self._on_idle = on_idle
-        self._mode = plan.mode_of(ASYNCIO)
-        self._ranks: dict[asyncio.Task[Any], float] = {}  # held until the loop goes: no id reuse
-        self._tasks_seen = itertools.count()
-        self._held: list[tuple[float, int, asyncio.Handle]] = []
+    def _harness_setup(self) -> None:
+        self._for: _Run | None = None
+        self._ranks: dict[asyncio.Task[Any], tuple[Any, ...]] = {}  # held: no id reuse
+        self._labels_seen: dict[str, int] = {}
+        self._held: list[tuple[tuple[Any, ...], int, asyncio.Handle]] = []
         self._held_seq = itertools.count()
-        self._sleeps: list[asyncio.TimerHandle] = []
+        self._latent: list[asyncio.TimerHandle] = []
+        self._slots: dict[asyncio.TimerHandle, asyncio.TimerHandle] = {}  # latent -> its slot
+
+    def _run_in_force(self) -> _Run | None:
+        run = _CURRENT[-1] if _CURRENT else None
+        if run is not self._for:
+            self._for = run
+            self._ranks = {}
+            self._labels_seen = {}
+        return run
 
     # -- ready tasks ----------------------------------------------------------------------------
 
@@ -67,27 +95,36 @@ class _Perturbing:
     ) -> asyncio.Handle:
         task = getattr(callback, "__self__", None)
         if isinstance(task, asyncio.Task):
-            rank = self._rank(task)
-            if self._mode is not Mode.NATURAL:
-                self._check_closed()  # type: ignore[attr-defined]
-                handle = asyncio.Handle(callback, args, self, context)  # type: ignore[arg-type]
-                self._held.append((rank, next(self._held_seq), handle))
-                return handle
+            run = self._run_in_force()
+            if run is not None:
+                rank = self._rank(task, run)
+                if run.mode is not Mode.NATURAL:
+                    self._check_closed()  # type: ignore[attr-defined]
+                    handle = asyncio.Handle(callback, args, self, context)  # type: ignore[arg-type]
+                    self._held.append((rank, next(self._held_seq), handle))
+                    return handle
         return super().call_soon(callback, *args, context=context)  # type: ignore[misc, no-any-return]
 
-    def _rank(self, task: asyncio.Task[Any]) -> float:
+    def _rank(self, task: asyncio.Task[Any], run: _Run) -> tuple[Any, ...]:
+        """The task's place among ready tasks: by its label (the coroutine's name and first
+        argument) and how many tasks of that label came before, so a run does not depend on
+        the order tasks were created in when that order is itself arbitrary (a set of
+        coroutines handed to `as_completed` or `wait`)."""
         rank = self._ranks.get(task)
         if rank is None:
-            order = next(self._tasks_seen)
-            if self._mode in (Mode.REVERSED, Mode.BACKWARD):
-                rank = -order
-            elif self._mode is Mode.RANDOM:
-                rank = self._plan.rng(ASYNCIO).random()
-            else:
-                rank = order
-            self._ranks[task] = rank
             label = _task_label(task)
-            task.add_done_callback(lambda _: self._journal.finished(ASYNCIO, label))
+            seen = self._labels_seen.get(label, 0)
+            self._labels_seen[label] = seen + 1
+            if run.mode in (Mode.REVERSED, Mode.BACKWARD):
+                rank = (_descending(label), -seen)
+            elif run.mode is Mode.RANDOM:
+                draw = random.Random(f"{run.plan.seed}:{run.plan.index}:{label}:{seen}")
+                rank = (draw.random(),)
+            else:
+                rank = (label, seen)
+            self._ranks[task] = rank
+            journal = run.journal
+            task.add_done_callback(lambda _: journal.finished(ASYNCIO, label))
         return rank
 
     def _run_once(self) -> None:
@@ -96,50 +133,77 @@ class _Perturbing:
             self._held.sort(key=lambda entry: (entry[0], entry[1]))
             ready.extend(handle for _, _, handle in self._held)
             self._held.clear()
-        elif not ready and self._on_idle is not None:
-            self._on_idle()  # about to wait: let held thread work go first
+        elif not ready:
+            run = self._run_in_force()
+            if run is not None and run.on_idle is not None:
+                run.on_idle()  # about to wait: let queued thread pool work go first
         super()._run_once()  # type: ignore[misc]
 
-    # -- sleep timers ---------------------------------------------------------------------------
+    # -- timers ---------------------------------------------------------------------------------
 
     def call_at(
         self, when: float, callback: Callable[..., Any], *args: Any, context: Any = None
     ) -> asyncio.TimerHandle:
-        if self._mode is Mode.NATURAL or callback is not _SLEEP_DONE:
+        run = self._run_in_force()
+        if run is None or run.mode is Mode.NATURAL or _deadline(callback):
             return super().call_at(when, callback, *args, context=context)  # type: ignore[misc, no-any-return]
         self._check_closed()  # type: ignore[attr-defined]
-        sleep = asyncio.TimerHandle(when, callback, args, self, context)  # type: ignore[arg-type]
-        self._sleeps.append(sleep)
-        super().call_at(when, self._slot)  # type: ignore[misc]
-        return sleep
+        timer = asyncio.TimerHandle(when, callback, args, self, context)  # type: ignore[arg-type]
+        self._latent.append(timer)
+        self._slots[timer] = super().call_at(when, self._fire_latent)  # type: ignore[misc]
+        return timer
 
-    def _slot(self) -> None:
-        """A sleep's deadline came: finish one pending sleep of this segment, as the run says."""
-        self._sleeps = [sleep for sleep in self._sleeps if not sleep.cancelled()]
-        if not self._sleeps:
+    def _timer_handle_cancelled(self, handle: asyncio.TimerHandle) -> None:
+        slot = self._slots.pop(handle, None)
+        if slot is not None:
+            slot.cancel()  # a cancelled sleep's slot must not fire other timers early
+        super()._timer_handle_cancelled(handle)  # type: ignore[misc]
+
+    def _fire_latent(self) -> None:
+        """A latency timer is due: fire it with every pending one that ends before the next
+        deadline, in the run's order."""
+        self._latent = [timer for timer in self._latent if not timer.cancelled()]
+        if not self._latent:
             return
+        boundary = self._next_deadline()
+        batch = sorted((t for t in self._latent if t.when() < boundary), key=lambda t: t.when())
+        if not batch:
+            return
+        run = self._run_in_force()
+        mode = run.mode if run is not None else Mode.NATURAL
+        if mode in (Mode.REVERSED, Mode.BACKWARD):
+            batch.reverse()
+        elif mode is Mode.RANDOM and run is not None:
+            run.plan.rng(ASYNCIO).shuffle(batch)
+        fired = set(map(id, batch))
+        self._latent = [timer for timer in self._latent if id(timer) not in fired]
+        for timer in batch:
+            slot = self._slots.pop(timer, None)
+            if slot is not None:
+                slot.cancel()  # fired early: its own slot has nothing left to fire
+        for timer in batch:
+            if not timer.cancelled():
+                timer._run()
+
+    def _next_deadline(self) -> float:
+        """The earliest deadline timer still to fire: scheduled, or due in this iteration."""
         scheduled: Any = self._scheduled  # type: ignore[attr-defined]
-        boundary = min(
+        ready: Any = self._ready  # type: ignore[attr-defined]
+        return min(
             (
                 timer.when()
-                for timer in scheduled
-                if not timer.cancelled() and getattr(timer, "_callback", None) != self._slot
+                for timer in itertools.chain(scheduled, ready)
+                if isinstance(timer, asyncio.TimerHandle)
+                and not timer.cancelled()
+                and _deadline(getattr(timer, "_callback", None) or (lambda: None))
             ),
             default=math.inf,
         )
-        segment = sorted(
-            (sleep for sleep in self._sleeps if sleep.when() < boundary), key=lambda s: s.when()
-        )
-        if not segment:
-            return
-        if self._mode in (Mode.REVERSED, Mode.BACKWARD):
-            chosen = segment[-1]
-        elif self._mode is Mode.RANDOM:
-            chosen = self._plan.rng(ASYNCIO).choice(segment)
-        else:
-            chosen = segment[0]
-        self._sleeps.remove(chosen)
-        chosen._run()
+
+
+def _descending(text: str) -> tuple[int, ...]:
+    """A sort key that orders strings in reverse (a prefix after the strings it starts)."""
+    return (*(-ord(character) for character in text), 1)
 
 
 def _task_label(task: asyncio.Task[Any]) -> str:
@@ -166,15 +230,11 @@ def _loop_class() -> type[Any]:
 
 
 class _Policy(asyncio.DefaultEventLoopPolicy):
-    """Hands out perturbed loops for one run; everything else as the default policy."""
-
-    def __init__(self, plan: RunPlan, journal: Journal, on_idle: Callable[[], None] | None) -> None:
-        super().__init__()
-        self._harness = (plan, journal, on_idle)
+    """Hands out loops of ours; everything else as the default policy."""
 
     def new_event_loop(self) -> asyncio.AbstractEventLoop:
         loop = _loop_class()()
-        loop._harness_setup(*self._harness)
+        loop._harness_setup()
         return loop  # type: ignore[no-any-return]
 
 
@@ -182,10 +242,13 @@ class _Policy(asyncio.DefaultEventLoopPolicy):
 def perturbed_asyncio(
     plan: RunPlan, journal: Journal, on_idle: Callable[[], None] | None = None
 ) -> Iterator[None]:
-    """Every event loop made while the block runs is perturbed as `plan` says for asyncio."""
+    """Every loop of ours perturbs as `plan` says for asyncio while the block runs; loops made
+    while it runs are ours."""
     previous = asyncio.get_event_loop_policy()
-    asyncio.set_event_loop_policy(_Policy(plan, journal, on_idle))
+    asyncio.set_event_loop_policy(_Policy())
+    _CURRENT.append(_Run(plan, journal, on_idle))
     try:
         yield
     finally:
+        _CURRENT.pop()
         asyncio.set_event_loop_policy(previous)

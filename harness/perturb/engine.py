@@ -42,10 +42,8 @@ def perturbed(plan: RunPlan) -> Iterator[Journal]:
     with ExitStack() as stack:
         gate = stack.enter_context(perturbed_threads(plan, journal))
         stack.enter_context(perturbed_asyncio(plan, journal, gate.flush if gate.holds else None))
-        if plan.perturbs(FILESYSTEM):
-            stack.enter_context(perturbed_listing(plan, journal))
-        if plan.perturbs(ENTRY_POINTS):
-            stack.enter_context(perturbed_entry_points(plan, journal))
+        stack.enter_context(perturbed_listing(plan, journal))
+        stack.enter_context(perturbed_entry_points(plan, journal))
         yield journal
 
 
@@ -73,6 +71,8 @@ def find_cause(
     `orders` are the two orders of the handed-in units (or plugins), for the report.
     """
     reference = plan.neutral()
+    if differs(reference, reference) is not None:
+        return Cause(None, _UNCONTROLLED, plan)
     for source in in_play:
         # The run's own order for the source first; then the canonical order reversed, which
         # differs from the reference's forward order whenever the source orders two things.
@@ -81,7 +81,7 @@ def find_cause(
                 continue
             candidate = plan.neutral_except(source, mode)
             journals = differs(reference, candidate)
-            if journals is not None:
+            if journals is not None and _used(source, journals[1]):
                 return Cause(source, describe(source, *journals, orders), candidate)
     return Cause(
         None,
@@ -89,6 +89,22 @@ def find_cause(
         " the proof does not control (real network or thread timing outside a thread pool)",
         plan,
     )
+
+
+_UNCONTROLLED = (
+    "a race the proof does not control: two runs with every source in the same order sent"
+    " different bytes (threads outside a pool, real network timing, time or randomness in the"
+    " build)"
+)
+
+
+def _used(source: str, journal: Journal) -> bool:
+    """Whether a run touched `source` at all (a source it never touched cannot be the cause)."""
+    if source in (ASYNCIO, THREADS):
+        return bool(journal.finished_order.get(source))
+    if source in (FILESYSTEM, ENTRY_POINTS):
+        return bool(journal.places.get(source))
+    return True
 
 
 def describe(
@@ -111,6 +127,8 @@ def describe(
             return what
         return f"{what} ({shown(before)} vs {shown(after)})"
     places = perturbed_journal.places.get(source, [])
+    if source == ENTRY_POINTS and len(places) > 1:
+        places = [place for place in places if place != "installed distributions"]
     what = "filesystem listing order" if source == FILESYSTEM else "entry-point order"
     if not places:
         return what

@@ -7,8 +7,8 @@ sorted by name), and so do `pathlib.Path.iterdir`, `Path.glob`, `glob.glob` and 
 which list through them. Code that sorts what it lists is unaffected.
 
 Installed distributions are found by walking `sys.path` in the same way, so the order of
-`importlib.metadata.distributions()`, and so of `entry_points()` across packages, is perturbed
-too (forward: sorted by distribution name).
+`Distribution.discover()` (and so of `distributions()` and `entry_points()` across packages,
+however they were imported) is perturbed too (forward: sorted by distribution name).
 
 A module that bound `listdir` or `scandir` itself (`from os import listdir`) before the run keeps
 the real one: the proof cannot see it.
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -66,6 +67,13 @@ def _where(path: Any) -> str:
     return shown.rstrip("/") + "/"
 
 
+def _by_the_import_system() -> bool:
+    """Whether the listing is the import system's own (`importlib.metadata` caches its folder
+    listings: distributions are perturbed as a source of their own, see below)."""
+    caller = sys._getframe(2).f_globals.get("__name__", "")
+    return isinstance(caller, str) and caller.startswith(("importlib", "zipimport", "pkgutil"))
+
+
 @contextmanager
 def perturbed_listing(plan: RunPlan, journal: Journal) -> Iterator[None]:
     """Folder listings made while the block runs come in the order `plan` says."""
@@ -73,19 +81,30 @@ def perturbed_listing(plan: RunPlan, journal: Journal) -> Iterator[None]:
 
     def perturbed_listdir(path: Any = ".") -> list[Any]:
         names = listdir(path)
+        if _by_the_import_system():
+            return names
         if len(names) > 1:
             journal.place(FILESYSTEM, f"os.listdir of {_where(path)}")
         return plan.arrange(FILESYSTEM, names, key=str)
 
-    def perturbed_scandir(path: Any = ".") -> _Entries:
+    def perturbed_scandir(path: Any = ".") -> Any:
+        if _by_the_import_system():
+            return scandir(path)
         with scandir(path) as found:
             entries = list(found)
         if len(entries) > 1:
             journal.place(FILESYSTEM, f"os.scandir of {_where(path)}")
         return _Entries(plan.arrange(FILESYSTEM, entries, key=lambda entry: entry.name))
 
+    def recorded_scandir(path: Any = ".") -> Any:
+        if not _by_the_import_system():
+            journal.place(FILESYSTEM, f"os.scandir of {_where(path)}")
+        return scandir(path)
+
     os.listdir = perturbed_listdir
-    os.scandir = perturbed_scandir  # type: ignore[assignment]
+    # The natural run only records what it lists (to tell a cached listing from an unused one).
+    natural = not plan.perturbs(FILESYSTEM)
+    os.scandir = recorded_scandir if natural else perturbed_scandir
     try:
         yield
     finally:
@@ -93,31 +112,42 @@ def perturbed_listing(plan: RunPlan, journal: Journal) -> Iterator[None]:
 
 
 def _distribution_name(dist: importlib.metadata.Distribution) -> str:
-    """The name to sort by: from the folder name when there is one (reading every METADATA
-    file to sort would cost more than the build)."""
+    """The name to sort and group by: from the folder name when there is one (reading every
+    METADATA file would cost more than the build)."""
     normalized = getattr(dist, "_normalized_name", None)
     return normalized if isinstance(normalized, str) else str(dist.metadata["Name"] or "")
 
 
 @contextmanager
 def perturbed_entry_points(plan: RunPlan, journal: Journal) -> Iterator[None]:
-    """Distributions (and so entry points) found while the block runs come in `plan`'s order."""
-    distributions = importlib.metadata.distributions
+    """Distributions (and so entry points) found while the block runs come in `plan`'s order.
+
+    Copies of one distribution keep their `sys.path` precedence (a stale copy shadowed by a
+    newer one is not a race): the distinct distributions trade places, each with its copies.
+    """
+    kind = importlib.metadata.Distribution
+    discover = kind.__dict__["discover"]
     select = importlib.metadata.EntryPoints.select
 
-    def perturbed_distributions(**params: Any) -> list[importlib.metadata.Distribution]:
-        found = list(distributions(**params))
-        return plan.arrange(ENTRY_POINTS, found, key=_distribution_name)
+    def perturbed_discover(cls: type[Any], **params: Any) -> Iterator[Any]:
+        journal.place(ENTRY_POINTS, "installed distributions")
+        if not plan.perturbs(ENTRY_POINTS):
+            return iter(discover.__func__(cls, **params))
+        copies: dict[str, list[Any]] = {}
+        for dist in discover.__func__(cls, **params):
+            copies.setdefault(_distribution_name(dist), []).append(dist)
+        names = plan.arrange(ENTRY_POINTS, list(copies), key=str)
+        return iter([dist for name in names for dist in copies[name]])
 
     def recorded_select(self: importlib.metadata.EntryPoints, **params: Any) -> Any:
         if "group" in params:
             journal.place(ENTRY_POINTS, f"group {params['group']!r}")
         return select(self, **params)
 
-    importlib.metadata.distributions = perturbed_distributions
+    kind.discover = classmethod(perturbed_discover)  # type: ignore[assignment, arg-type]
     importlib.metadata.EntryPoints.select = recorded_select  # type: ignore[method-assign]
     try:
         yield
     finally:
-        importlib.metadata.distributions = distributions
+        kind.discover = discover  # type: ignore[method-assign]
         importlib.metadata.EntryPoints.select = select  # type: ignore[method-assign]

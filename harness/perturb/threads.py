@@ -1,15 +1,19 @@
-"""Thread scheduling: the order in which `concurrent.futures` thread pool jobs run and finish.
+"""Thread scheduling: the order in which thread pool jobs run and finish.
 
 During a perturbed run, `ThreadPoolExecutor.submit` (and so `map`, `asyncio.to_thread` and
-`run_in_executor`, which submit through it) queues the job instead of starting it. The queued
+`run_in_executor`, which submit through it) queues the job instead of starting it, and so does
+anyio's `to_thread.run_sync` (its job waits in its own worker thread for its turn). The queued
 jobs of a burst start when the submitting code waits for one (`Future.result`, `exception`,
-`concurrent.futures.wait`, `as_completed`, `shutdown`, leaving a `with` block), when the event
-loop of the run goes idle, or after a short grace period. They then run one at a time in the
-run's order (forward: submission order; reversed; or seeded random), on a dispatcher thread of
-the proof (through the executor when it has an `initializer` that sets its worker threads up),
-so both a consumer reading results `as_completed` and a job registering tools as a side effect
-see that order. A job that waits for a later one (a dependency between jobs) does not deadlock:
-after a guard time the next job starts anyway, on another dispatcher.
+`done`, `concurrent.futures.wait`, `as_completed`, `shutdown`, leaving a `with` block), when the
+event loop of the run goes idle, or 100 ms after the last submission. They then run one at a
+time in the run's order (forward: submission order; reversed; or seeded random), on a dispatcher
+thread of the proof (through the executor when it has an `initializer` that sets its worker
+threads up), so both a consumer reading results `as_completed` and a job registering tools as a
+side effect see that order. Bursts run one after another.
+
+A job that takes longer than the guard (50 ms) lets the next one start on a second dispatcher:
+jobs that wait for each other (a producer and a consumer, a barrier) do not deadlock, and slow
+jobs overlap as they would. A pool with one worker is a queue, not a race: it is left alone.
 
 The natural run submits as usual and only records the order in which jobs finished.
 """
@@ -17,13 +21,14 @@ The natural run submits as usual and only records the order in which jobs finish
 from __future__ import annotations
 
 import functools
+import sys
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent import futures
 from concurrent.futures import _base
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -32,15 +37,17 @@ from harness.perturb.plan import THREADS, RunPlan
 
 __all__ = ["ThreadGate", "perturbed_threads"]
 
-GRACE_S: Final = 0.02  # a burst of submissions ends after this long without a new one
-GUARD_S: Final = 1.0  # a job that takes longer lets the next one start (no deadlock)
+GRACE_S: Final = 0.1  # a burst of submissions ends after this long without a new one
+GUARD_S: Final = 0.05  # a job that takes longer lets the next one start (no deadlock)
 
 
 @dataclass
 class _Job:
-    executor: futures.ThreadPoolExecutor
+    executor: futures.ThreadPoolExecutor | None  # None: the job runs in a thread of its own
     fn: Callable[[], Any]
     outer: futures.Future[Any]
+    turn: threading.Event | None = None  # in-place jobs: set when it may start
+    finished: threading.Event | None = None  # in-place jobs: set when it has run
 
 
 class ThreadGate:
@@ -54,7 +61,7 @@ class ThreadGate:
         self._queued: list[_Job] = []
         self._last_submit = 0.0
         self._timer: threading.Timer | None = None
-        self._dispatchers: list[threading.Thread] = []
+        self._bursts: list[_Burst] = []
 
     @property
     def holds(self) -> bool:
@@ -64,12 +71,30 @@ class ThreadGate:
         self, executor: futures.ThreadPoolExecutor, fn: Callable[[], Any]
     ) -> futures.Future[Any]:
         outer: futures.Future[Any] = futures.Future()
+        self._queue(_Job(executor, fn, outer))
+        return outer
+
+    def in_place(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """`fn`, made to wait for its turn in the thread that runs it (anyio's workers)."""
+        job = _Job(None, fn, futures.Future(), threading.Event(), threading.Event())
+        self._queue(job)
+
+        def run(*args: Any) -> Any:
+            assert job.turn is not None and job.finished is not None
+            job.turn.wait()
+            try:
+                return fn(*args)
+            finally:
+                job.finished.set()
+
+        return run
+
+    def _queue(self, job: _Job) -> None:
         with self._lock:
-            self._queued.append(_Job(executor, fn, outer))
+            self._queued.append(job)
             self._last_submit = time.monotonic()
             if self._timer is None:
                 self._arm(GRACE_S)
-        return outer
 
     def _arm(self, delay: float) -> None:
         self._timer = threading.Timer(delay, self._grace_over)
@@ -86,7 +111,7 @@ class ThreadGate:
         self.flush()
 
     def flush(self) -> None:
-        """Start the queued burst in the run's order, on a dispatcher thread."""
+        """Start the queued burst in the run's order, after the bursts before it."""
         with self._lock:
             jobs, self._queued = self._queued, []
             if self._timer is not None:
@@ -94,37 +119,25 @@ class ThreadGate:
                 self._timer = None
             if not jobs:
                 return
-            burst = _Burst(deque(self.plan.arrange(THREADS, jobs)), self._submit)
-            self._start(burst)
+            previous = self._bursts[-1] if self._bursts else None
+            burst = _Burst(deque(self.plan.arrange(THREADS, jobs)), self._submit, previous)
+            self._bursts.append(burst)
+        burst.start()
 
-    def _start(self, burst: _Burst) -> None:
-        dispatcher = threading.Thread(
-            target=burst.dispatch, name="harness-thread-order", daemon=True
-        )
+    def cancel(self, executor: futures.ThreadPoolExecutor) -> None:
+        """`shutdown(cancel_futures=True)`: the executor's queued jobs never run."""
         with self._lock:
-            self._dispatchers.append(dispatcher)
-        dispatcher.start()
-        if not burst.watched:
-            burst.watched = True
-            watchdog = threading.Thread(
-                target=burst.watch, args=(self._start,), name="harness-thread-guard", daemon=True
-            )
-            watchdog.start()
+            for job in self._queued:
+                if job.executor is executor:
+                    job.outer.cancel()
 
     def settle(self) -> None:
-        """Flush, and wait until every queued job has run."""
+        """Flush, and wait until every job queued so far has run."""
         self.flush()
-        while True:
-            with self._lock:
-                waiting = [
-                    d
-                    for d in self._dispatchers
-                    if d is not threading.current_thread() and d.is_alive()
-                ]
-            if not waiting:
-                return
-            for dispatcher in waiting:
-                dispatcher.join()
+        with self._lock:
+            bursts = list(self._bursts)
+        for burst in bursts:
+            burst.done.wait()
 
 
 @dataclass
@@ -137,10 +150,14 @@ class _Burst:
 
     jobs: deque[_Job]
     submit: Callable[..., Any]
+    previous: _Burst | None
     lock: threading.Lock = field(default_factory=threading.Lock)
     running: dict[int, float] = field(default_factory=dict)  # dispatcher -> job start time
     done: threading.Event = field(default_factory=threading.Event)
-    watched: bool = False
+
+    def start(self) -> None:
+        for target, name in ((self.dispatch, "order"), (self.watch, "guard")):
+            threading.Thread(target=target, name=f"harness-thread-{name}", daemon=True).start()
 
     def next(self) -> _Job | None:
         with self.lock:
@@ -148,11 +165,11 @@ class _Burst:
                 job = self.jobs.popleft()
                 if job.outer.set_running_or_notify_cancel():
                     return job
-            if not self.running:
-                self.done.set()
             return None
 
     def dispatch(self) -> None:
+        if self.previous is not None:
+            self.previous.done.wait(GUARD_S)  # bursts in turn; a stuck one lets the next go
         me = threading.get_ident()
         while (job := self.next()) is not None:
             with self.lock:
@@ -166,9 +183,9 @@ class _Burst:
             if not self.running and not self.jobs:
                 self.done.set()
 
-    def watch(self, start: Callable[[_Burst], None]) -> None:
+    def watch(self) -> None:
         escalated: set[float] = set()
-        while not self.done.wait(GUARD_S / 4):
+        while not self.done.wait(GUARD_S / 2):
             with self.lock:
                 stuck = [
                     began
@@ -178,10 +195,18 @@ class _Burst:
                 pending = bool(self.jobs)
             if stuck and pending:
                 escalated.update(stuck)
-                start(self)
+                threading.Thread(
+                    target=self.dispatch, name="harness-thread-order", daemon=True
+                ).start()
 
     def run(self, job: _Job) -> None:
-        """Run `job` here, or through its executor when that sets its worker threads up."""
+        """Let `job` run: in its own thread (in place), here, or through its executor when that
+        sets its worker threads up."""
+        if job.turn is not None and job.finished is not None:
+            job.outer.set_result(None)
+            job.turn.set()
+            job.finished.wait()
+            return
         if getattr(job.executor, "_initializer", None) is None:
             try:
                 result = job.fn()
@@ -237,8 +262,24 @@ _ORIGINAL_SUBMIT = futures.ThreadPoolExecutor.submit
 _ORIGINAL_SHUTDOWN = futures.ThreadPoolExecutor.shutdown
 _ORIGINAL_RESULT = futures.Future.result
 _ORIGINAL_EXCEPTION = futures.Future.exception
+_ORIGINAL_DONE = futures.Future.done
 _ORIGINAL_WAITERS = _base._create_and_install_waiters  # type: ignore[attr-defined]
 _ORIGINAL_WAIT = _base.wait
+
+
+@contextmanager
+def _patched(patches: list[tuple[Any, str, Any]]) -> Iterator[None]:
+    saved = [
+        (owner, name, owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name))
+        for owner, name, _ in patches
+    ]
+    try:
+        for owner, name, value in patches:
+            setattr(owner, name, value)
+        yield
+    finally:
+        for owner, name, value in saved:
+            setattr(owner, name, value)
 
 
 @contextmanager
@@ -250,8 +291,8 @@ def perturbed_threads(plan: RunPlan, journal: Journal) -> Iterator[ThreadGate]:
         self: futures.ThreadPoolExecutor, fn: Callable[..., Any], /, *args: Any, **kwargs: Any
     ) -> futures.Future[Any]:
         job = _journaled(fn, args, kwargs, journal)
-        if not gate.holds:
-            return _ORIGINAL_SUBMIT(self, job)
+        if not gate.holds or getattr(self, "_max_workers", 2) == 1:
+            return _ORIGINAL_SUBMIT(self, job)  # one worker: a queue, not a race
         if getattr(self, "_shutdown", False):
             raise RuntimeError("cannot schedule new futures after shutdown")
         return gate.submit(self, job)
@@ -259,39 +300,54 @@ def perturbed_threads(plan: RunPlan, journal: Journal) -> Iterator[ThreadGate]:
     def shutdown(
         self: futures.ThreadPoolExecutor, wait: bool = True, *, cancel_futures: bool = False
     ) -> None:
-        gate.settle()
+        if cancel_futures:
+            gate.cancel(self)
+        if wait:
+            gate.settle()
+        else:
+            gate.flush()
         _ORIGINAL_SHUTDOWN(self, wait=wait, cancel_futures=cancel_futures)
 
-    def result(self: futures.Future[Any], timeout: float | None = None) -> Any:
-        gate.flush()
-        return _ORIGINAL_RESULT(self, timeout)
+    def flushing(original: Callable[..., Any]) -> Callable[..., Any]:
+        def waits(*args: Any, **kwargs: Any) -> Any:
+            gate.flush()
+            return original(*args, **kwargs)
 
-    def exception(self: futures.Future[Any], timeout: float | None = None) -> BaseException | None:
-        gate.flush()
-        return _ORIGINAL_EXCEPTION(self, timeout)
-
-    def waiters(fs: Any, return_when: Any) -> Any:
-        gate.flush()
-        return _ORIGINAL_WAITERS(fs, return_when)
+        return waits
 
     patches: list[tuple[Any, str, Any]] = [
         (futures.ThreadPoolExecutor, "submit", submit),
         (futures.ThreadPoolExecutor, "shutdown", shutdown),
-        (futures.Future, "result", result),
-        (futures.Future, "exception", exception),
-        (_base, "_create_and_install_waiters", waiters),
+        (futures.Future, "result", flushing(_ORIGINAL_RESULT)),
+        (futures.Future, "exception", flushing(_ORIGINAL_EXCEPTION)),
+        (futures.Future, "done", flushing(_ORIGINAL_DONE)),
+        (_base, "_create_and_install_waiters", flushing(_ORIGINAL_WAITERS)),
     ]
-    saved = [
-        (owner, name, owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name))
-        for owner, name, _ in patches
-    ]
-    try:
-        for owner, name, value in patches:
-            setattr(owner, name, value)
-        yield gate
-    finally:
+    with ExitStack() as stack:
+        stack.enter_context(_patched(patches))
+        if gate.holds:
+            stack.enter_context(_anyio_in_place(gate, journal))
         try:
-            gate.settle()  # nothing the build queued is left behind, also when it raised
+            yield gate
         finally:
-            for owner, name, value in saved:
-                setattr(owner, name, value)
+            gate.flush()  # what the build queued and never waited for still runs, unwaited
+
+
+@contextmanager
+def _anyio_in_place(gate: ThreadGate, journal: Journal) -> Iterator[None]:
+    """anyio's `to_thread.run_sync` (asyncio backend) waits for its turn in its worker."""
+    backend = sys.modules.get("anyio._backends._asyncio")
+    kind = getattr(backend, "AsyncIOBackend", None)
+    original = getattr(kind, "run_sync_in_worker_thread", None)
+    if kind is None or original is None:
+        yield
+        return
+
+    async def run_sync_in_worker_thread(
+        cls: Any, func: Callable[..., Any], args: tuple[Any, ...], *rest: Any, **options: Any
+    ) -> Any:
+        labelled = _journaled(func, args, {}, journal)  # calls func(*args), then journals
+        return await original(gate.in_place(labelled), (), *rest, **options)
+
+    with _patched([(kind, "run_sync_in_worker_thread", classmethod(run_sync_in_worker_thread))]):
+        yield
