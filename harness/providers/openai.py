@@ -16,6 +16,7 @@ from typing import Any, Final
 from urllib.parse import urlsplit
 
 from harness.providers.base import CacheUsage, integer, member, role, settings_of
+from harness.reasons import Vocabulary
 from harness.views import CacheView, RequestSplit
 
 OPENAI_CHAT: Final = "openai-chat"
@@ -107,6 +108,7 @@ def cached_usage(provider: str, response: Any, total: str, details: str) -> Cach
 
 class OpenAIChat:
     name = OPENAI_CHAT
+    hosts = ("api.openai.com", "*.openai.azure.com")
 
     def claims(self, body: Mapping[str, Any], url: str | None) -> bool:
         if url is not None:
@@ -134,6 +136,11 @@ class OpenAIChat:
 
 class OpenAIResponses:
     name = OPENAI_RESPONSES
+    hosts = ("api.openai.com", "*.openai.azure.com")
+    # `prompt_cache_diagnostics` words: the input and the text format have their own.
+    reasons = Vocabulary(
+        blocks={"input": "input_changed", "response_format": "text_format_changed"}
+    )
 
     def claims(self, body: Mapping[str, Any], url: str | None) -> bool:
         if url is not None:
