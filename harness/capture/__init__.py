@@ -37,7 +37,7 @@ from harness.capture.session import CaptureSession, Finished
 from harness.ci import MODES
 from harness.errors import CaptureError, CassetteMismatch, CassetteMissing
 from harness.errors import CassetteSecretLeak as SecretLeak
-from harness.prefix import PrefixBreak, PrefixBroken, check_prefix_chain
+from harness.prefix import PrefixBreak, PrefixBroken, PrefixChain, check_prefix_chain, prefix_chain
 from harness.providers import detect_provider, split_request, view_of_body
 from harness.secrets import REDACTED, Redaction, SecretFinding, scan_secrets
 from harness.views import RequestSplit
@@ -61,6 +61,7 @@ __all__ = [
     "Matcher",
     "PrefixBreak",
     "PrefixBroken",
+    "PrefixChain",
     "Proof",
     "ProofRun",
     "Redaction",
@@ -72,6 +73,7 @@ __all__ = [
     "current_session",
     "detect_provider",
     "load_cassette",
+    "prefix_chain",
     "scan_secrets",
     "split_exchange",
     "split_request",

@@ -43,7 +43,7 @@ from harness.capture.proof import ProofRun, ProofState, Ticket
 from harness.ci import Mode
 from harness.errors import CaptureError, CassetteMissing, CassetteSecretLeak
 from harness.files import encode, read
-from harness.prefix import PrefixBreak, PrefixBroken, check_prefix_chain
+from harness.prefix import PrefixBreak, PrefixBroken, PrefixChain, prefix_chain
 from harness.secrets import Redaction
 from harness.views import CacheView
 
@@ -191,15 +191,19 @@ class CaptureSession:
         with self.lock:
             self._boundaries.append(len(self._requests))
 
-    def prefix_breaks(self) -> list[PrefixBreak]:
-        """Every place a request does not extend the previous one's cacheable prefix."""
+    def prefix_chain(self) -> PrefixChain:
+        """The prefix-chain gate over the test's requests: breaks and coverage, per endpoint."""
         requests = self.requests
         with self.lock:
             cuts = sorted({0, *self._boundaries, len(requests)})
-        breaks: list[PrefixBreak] = []
+        chain = PrefixChain()
         for start, end in itertools.pairwise(cuts):
-            breaks.extend(check_prefix_chain(requests[start:end]))
-        return breaks
+            chain.add(prefix_chain(requests[start:end]))
+        return chain
+
+    def prefix_breaks(self) -> list[PrefixBreak]:
+        """Every place a request does not extend the cacheable prefix of the one it continues."""
+        return self.prefix_chain().breaks
 
     def assert_prefix_extends(self) -> None:
         """Raise `PrefixBroken` unless each request extends the previous one's cacheable prefix.
