@@ -9,22 +9,33 @@ same method and path, in recorded order; the matcher decides whether one is the 
   bookkeeping such as `stream` or `max_tokens` does not). A body no provider recognises must be
   byte-identical.
 - `ExactBodyMatcher`: the same URL and the same body bytes.
+
+Matchers are registered by name (`cache_view`, `exact_body`; `register_matcher` adds one), so a
+project's `harness_capture_config` can name one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
 from harness.capture.captured import Captured, split_exchange
 from harness.capture.cassette import Exchange, HttpRequest
 from harness.drift import compare, first_byte_difference
-from harness.errors import CassetteMismatch
+from harness.errors import CassetteMismatch, UsageError
 from harness.secrets import Redaction
 from harness.views import canonical_bytes
 
-__all__ = ["CacheViewMatcher", "ExactBodyMatcher", "Matcher", "describe_mismatch", "positions"]
+__all__ = [
+    "CacheViewMatcher",
+    "ExactBodyMatcher",
+    "Matcher",
+    "describe_mismatch",
+    "matcher_named",
+    "positions",
+    "register_matcher",
+]
 
 
 @runtime_checkable
@@ -53,6 +64,25 @@ class ExactBodyMatcher:
         return redaction.url(recorded.url) == redaction.url(live.url) and (
             recorded.body == live.body
         )
+
+
+_MATCHERS: dict[str, Callable[[], Matcher]] = {
+    "cache_view": CacheViewMatcher,
+    "exact_body": ExactBodyMatcher,
+}
+
+
+def register_matcher(name: str, factory: Callable[[], Matcher]) -> None:
+    """Make a matcher available by name (replaces one of the same name)."""
+    _MATCHERS[name] = factory
+
+
+def matcher_named(name: str) -> Matcher:
+    """A new instance of the matcher registered as `name`; a UsageError listing the names."""
+    factory = _MATCHERS.get(name)
+    if factory is None:
+        raise UsageError(f"unknown matcher {name!r}; expected one of {', '.join(_MATCHERS)}")
+    return factory()
 
 
 def same_route(request: HttpRequest, live: Captured) -> bool:

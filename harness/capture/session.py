@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -32,6 +33,7 @@ from harness.capture.cassette import (
     response_record,
     secret_values,
 )
+from harness.capture.config import CaptureConfig
 from harness.capture.matching import (
     CacheViewMatcher,
     Matcher,
@@ -79,14 +81,16 @@ class CaptureSession:
         redaction: Redaction | None = None,
         matcher: Matcher | None = None,
         record_hint: str = "record it: run the tests in record or update-new-only mode",
+        config: CaptureConfig | None = None,
     ) -> None:
         wanted = Mode.parse(mode, what="capture mode")
+        self.config = config or CaptureConfig()
         self.cassette = cassette
         self.mode: str = wanted.value if writes_allowed else Mode.CHECK.value
         self.writes_allowed = writes_allowed
         self.upstream = upstream
-        self.redaction = redaction or Redaction()
-        self.matcher: Matcher = matcher or CacheViewMatcher()
+        self.redaction = redaction or self.config.redaction()
+        self.matcher: Matcher = matcher or self.config.matcher or CacheViewMatcher()
         self.record_hint = record_hint
         self.moves_header: str | None = None
         self.errors: list[CaptureError] = []
@@ -124,6 +128,7 @@ class CaptureSession:
         redaction: Redaction | None = None,
         matcher: Matcher | None = None,
         record_hint: str | None = None,
+        config: CaptureConfig | None = None,
     ) -> CaptureSession:
         """The session of one test: its cassette, the run's mode, and whether writes may happen."""
         session = cls(
@@ -133,6 +138,7 @@ class CaptureSession:
             upstream=upstream,
             redaction=redaction,
             matcher=matcher,
+            config=config,
         )
         if record_hint:
             session.record_hint = record_hint
@@ -173,6 +179,16 @@ class CaptureSession:
         from harness.capture.transport import client_for
 
         return client_for(self, "httpx", asynchronous=True, **kwargs)
+
+    @contextmanager
+    def intercept(self) -> Iterator[CaptureSession]:
+        """While inside, every `httpx`/`httpx2` client, made before or during the block, sends
+        requests to the hosts a provider answers on (and the config's `hosts`) through this
+        session; other hosts pass through untouched. See `harness.capture.intercept`."""
+        from harness.capture.intercept import intercepting
+
+        with intercepting(self, self.config):
+            yield self
 
     # -- what was captured ----------------------------------------------------------------------
 
