@@ -98,13 +98,15 @@ def positions(recorded: Sequence[Exchange], live: Captured, start: int) -> int |
 
 
 def describe_mismatch(
-    index: int, request: HttpRequest, live: Captured, cassette: str
+    index: int, request: HttpRequest, live: Captured, cassette: str, *, entry: str = ""
 ) -> CassetteMismatch:
-    """The error for a live request that differs from recorded exchange `index`."""
+    """The error for a live request that differs from recorded exchange `index` (of the
+    cassette's own exchanges, or of the entry named by `entry`: "prove_stable call 1")."""
     old = split_exchange(request.method, request.url, request.headers, request.body)
+    where = f"{entry}'s exchange" if entry else "exchange"
     head = (
         f"request {live.number} ({live.method} {live.path}) does not match"
-        f" exchange {index + 1} of cassette {cassette}"
+        f" {where} {index + 1} of cassette {cassette}"
     )
     hint = "if the change is deliberate, run in update mode to rewrite the recorded requests"
     if old is None or live.split is None:

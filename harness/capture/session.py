@@ -328,7 +328,8 @@ class CaptureSession:
                 try:
                     return proof.receive(captured, self)
                 except CassetteMissing as error:
-                    self.errors.append(error)
+                    if all(str(error) != str(known) for known in self.errors):  # SDK retries
+                        self.errors.append(error)
                     raise
             self._requests.append(captured)
             try:
