@@ -63,7 +63,7 @@ class Upstream:
         return self.module.MockTransport(self)
 
 
-def ask(client: anthropic.Anthropic, tools: list[str] = ["bash", "grep"]) -> str:
+def ask(client: anthropic.Anthropic, tools: tuple[str, ...] = ("bash", "grep")) -> str:
     reply = client.messages.create(
         model="claude-test",
         max_tokens=64,
@@ -102,7 +102,7 @@ def test_an_sdk_client_made_before_the_capture_is_captured_and_replayed(tmp_path
 
     again = CaptureSession.for_test(path, "check", writes_allowed=False)
     with again.intercept(), pytest.raises(CassetteMismatch, match="tools block first"):
-        ask(anthropic.Anthropic(api_key="sk-ant-test"), tools=["grep", "bash"])
+        ask(anthropic.Anthropic(api_key="sk-ant-test"), tools=("grep", "bash"))
 
 
 def test_the_patches_are_undone_after_the_block_also_when_it_fails() -> None:

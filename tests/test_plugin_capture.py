@@ -18,6 +18,7 @@ import os
 import anthropic
 
 TOOLS = ["get_weather", "get_forecast", "geocode"]
+CACHE = {"type": "ephemeral"}
 
 
 def tool_list(turn):
@@ -38,7 +39,7 @@ def run(question):
         reply = client.messages.create(
             model="claude-test",
             max_tokens=256,
-            system=[{"type": "text", "text": "You plan trips.", "cache_control": {"type": "ephemeral"}}],
+            system=[{"type": "text", "text": "You plan trips.", "cache_control": CACHE}],
             tools=tool_list(turn),
             messages=messages,
         )

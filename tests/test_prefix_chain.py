@@ -37,7 +37,9 @@ def tool(name: str) -> dict[str, Any]:
     return {"name": name, "description": f"{name}.", "input_schema": {"type": "object"}}
 
 
-def claude(system: str, turns: list[str], tools: list[str] = ["bash", "grep"]) -> dict[str, Any]:
+def claude(
+    system: str, turns: list[str], tools: tuple[str, ...] = ("bash", "grep")
+) -> dict[str, Any]:
     messages: list[dict[str, Any]] = []
     for index, text in enumerate(turns):
         if index:
@@ -53,7 +55,7 @@ def claude(system: str, turns: list[str], tools: list[str] = ["bash", "grep"]) -
     }
 
 
-def gpt(turns: list[str], tools: list[str] = ["f"]) -> dict[str, Any]:
+def gpt(turns: list[str], tools: tuple[str, ...] = ("f",)) -> dict[str, Any]:
     messages: list[dict[str, Any]] = [{"role": "developer", "content": "rules"}]
     for index, text in enumerate(turns):
         if index:
@@ -80,7 +82,7 @@ def test_a_tool_moved_mid_conversation_breaks_naming_the_endpoint() -> None:
     capture = session()
     send(capture, ANTHROPIC, claude("Agent.", ["one"]))
     send(capture, CHAT, gpt(["one"]))
-    send(capture, ANTHROPIC, claude("Agent.", ["one", "two"], tools=["grep", "bash"]))
+    send(capture, ANTHROPIC, claude("Agent.", ["one", "two"], tools=("grep", "bash")))
     (found,) = capture.prefix_breaks()
     assert (found.index, found.previous, found.block) == (3, 1, "tools")
     assert found.report.tool == "grep" and found.verdict == "tools_changed"
@@ -109,7 +111,7 @@ def test_a_new_conversation_starts_a_chain_and_the_same_opening_may_start_over()
     send(capture, CHAT, gpt(["first question"]))  # back to an earlier point: still cached
     assert capture.prefix_breaks() == []
 
-    send(capture, CHAT, gpt(["first question"], tools=["g"]))  # same opening, other tools
+    send(capture, CHAT, gpt(["first question"], tools=("g",)))  # same opening, other tools
     (found,) = capture.prefix_breaks()
     assert (found.index, found.previous, found.block) == (4, 3, "tools")
 
