@@ -21,6 +21,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import msgspec
+
 from harness.capture.captured import Captured, split_exchange
 from harness.capture.cassette import (
     CaptureFile,
@@ -288,7 +290,8 @@ class CaptureSession:
                 proofs.pop()
             if not self._out and not proofs:
                 return None
-            return CaptureFile(exchanges=tuple(self._out), proofs=tuple(proofs))
+            moves = self.moves_header if self.moves_header is not None else msgspec.UNSET
+            return CaptureFile(exchanges=tuple(self._out), proofs=tuple(proofs), moves_header=moves)
 
     def encoded(self) -> bytes | None:
         """The exact bytes the cassette file would get: redacted, then scanned for secrets."""
