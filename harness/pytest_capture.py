@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import sysconfig
+import warnings
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from harness.capture import CaptureConfig, CaptureSession, cassette_path_for
 from harness.capture.session import Finished
 from harness.ci import writes_allowed
 from harness.errors import CaptureError, CassetteMismatch, FixtureError, HarnessError
+from harness.providers.openai import PerRunCacheKeyWarning, per_run_key
 from harness.pytest_api import (
     PROP_CHAIN,
     PROP_USED,
@@ -83,6 +85,16 @@ def gate(item: pytest.Item, session: CaptureSession, settings: Settings) -> None
     """After a test body passed: fail it on replay errors its code swallowed, and on a prefix-chain
     break (unless it is marked `moves_header`). Runs in the call phase, so the test fails."""
     __tracebackhide__ = True
+    if any(r.split is not None and per_run_key(r.split.view.settings) for r in session.requests):
+        warnings.warn(
+            PerRunCacheKeyWarning(
+                f"{item.nodeid}: the requests carry a prompt_cache_key made anew for every run"
+                " (openai-agents' default): each run misses the cache of the runs before it;"
+                " give the run a stable key (RunConfig(group_id=...), or"
+                ' ModelSettings(extra_args={"prompt_cache_key": ...}))'
+            ),
+            stacklevel=1,
+        )
     if session.errors:  # replay errors that the code under test may have swallowed
         pytest.fail("\n\n".join(map(str, _distinct(session.errors))), pytrace=False)
     if not session.config.prefix_chain or session.moves_header is not None:
@@ -170,8 +182,8 @@ def moves_line(nodeid: str, reason: str, settings: Settings) -> str:
 
 def drift_first(excinfo: pytest.ExceptionInfo[BaseException]) -> str | None:
     """A capture error's failure text: the report, then the project's own frames only."""
-    error = excinfo.value
-    if not isinstance(error, CaptureError):
+    error = capture_error_in(excinfo.value)
+    if error is None:
         return None
     kept: list[str] = []
     hidden = 0
@@ -191,6 +203,21 @@ def drift_first(excinfo: pytest.ExceptionInfo[BaseException]) -> str | None:
             " pytest --full-trace shows them)"
         )
     return "\n".join(lines)
+
+
+def capture_error_in(error: BaseException | None, depth: int = 0) -> CaptureError | None:
+    """The capture error an exception is or wraps: frameworks re-raise it as their own error
+    (`raise ... from`) or in an exception group (anyio task groups)."""
+    if error is None or depth > 8:
+        return None
+    if isinstance(error, CaptureError):
+        return error
+    if isinstance(error, BaseExceptionGroup):
+        for inner in error.exceptions:
+            found = capture_error_in(inner, depth + 1)
+            if found is not None:
+                return found
+    return capture_error_in(error.__cause__ or error.__context__, depth + 1)
 
 
 def _shown(path: str) -> str:
