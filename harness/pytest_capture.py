@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _pytest._code.code import ReprExceptionInfo, ReprFileLocation, ReprTracebackNative
 
 from harness.capture import CaptureConfig, CaptureSession, cassette_path_for
 from harness.capture.session import Finished
@@ -86,14 +87,17 @@ def gate(item: pytest.Item, session: CaptureSession, settings: Settings) -> None
     break (unless it is marked `moves_header`). Runs in the call phase, so the test fails."""
     __tracebackhide__ = True
     if any(r.split is not None and per_run_key(r.split.view.settings) for r in session.requests):
-        warnings.warn(
+        path, line, _ = item.location
+        warnings.warn_explicit(
             PerRunCacheKeyWarning(
-                f"{item.nodeid}: the requests carry a prompt_cache_key made anew for every run"
-                " (openai-agents' default): each run misses the cache of the runs before it;"
-                " give the run a stable key (RunConfig(group_id=...), or"
+                "the requests carry a prompt_cache_key made anew for every run (openai-agents'"
+                " default): each run misses the cache of the runs before it; give the run a"
+                " stable key (RunConfig(group_id=...), or"
                 ' ModelSettings(extra_args={"prompt_cache_key": ...}))'
             ),
-            stacklevel=1,
+            PerRunCacheKeyWarning,
+            filename=str(item.config.rootpath / path),
+            lineno=(line or 0) + 1,
         )
     if session.errors:  # replay errors that the code under test may have swallowed
         pytest.fail("\n\n".join(map(str, _distinct(session.errors))), pytrace=False)
@@ -180,8 +184,9 @@ def moves_line(nodeid: str, reason: str, settings: Settings) -> str:
     return f"{nodeid}: {reason}{stale}"
 
 
-def drift_first(excinfo: pytest.ExceptionInfo[BaseException]) -> str | None:
-    """A capture error's failure text: the report, then the project's own frames only."""
+def drift_first(excinfo: pytest.ExceptionInfo[BaseException]) -> ReprExceptionInfo | None:
+    """A capture error's failure: the report, then the project's own frames only (a native-style
+    traceback repr, so the short summary and pytest-xdist treat it as any other failure)."""
     error = capture_error_in(excinfo.value)
     if error is None:
         return None
@@ -202,7 +207,14 @@ def drift_first(excinfo: pytest.ExceptionInfo[BaseException]) -> str | None:
             f"  ({hidden} frames of the SDK, the HTTP library and the harness hidden;"
             " pytest --full-trace shows them)"
         )
-    return "\n".join(lines)
+    last = excinfo.traceback[-1] if excinfo.traceback else None
+    crash = ReprFileLocation(
+        path=_shown(str(last.path)) if last is not None else "",
+        lineno=last.lineno + 1 if last is not None else 0,
+        message=f"harness.{name}: {str(error).splitlines()[0]}",
+    )
+    text = "\n".join(lines) + "\n"
+    return ReprExceptionInfo(reprtraceback=ReprTracebackNative([text]), reprcrash=crash)
 
 
 def capture_error_in(error: BaseException | None, depth: int = 0) -> CaptureError | None:
