@@ -267,3 +267,26 @@ def harness_capture_config():
     assert "harness: harness_capture_config: unknown key 'redact'; the valid keys are" in (
         result.stdout.str()
     )
+
+
+def test_under_xdist_the_controller_sums_coverage_and_flags_stale_exemptions(
+    pytester: pytest.Pytester,
+) -> None:
+    tests = (
+        TESTS
+        + """
+
+@pytest.mark.header_capture
+@pytest.mark.moves_header(reason="kept from an old refactor")
+def test_trip_again():
+    assert "walk" in agent.run("Rome?")
+"""
+    )
+    project(pytester, tests=tests)
+    args = ("-p", "no:randomly", "-p", "no:hypothesispytest", "-n", "2")
+    pytester.runpytest_subprocess(*args, "--harness-mode=record").assert_outcomes(passed=2)
+    result = pytester.runpytest_subprocess(*args)
+    result.assert_outcomes(passed=2)
+    out = result.stdout.str()
+    assert "prefix chain: 2 captured test(s); requests per provider: anthropic 4 (judged 2)" in out
+    assert "test_trip_again: kept from an old refactor [stale: marked, yet nothing moved]" in out
