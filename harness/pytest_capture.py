@@ -17,16 +17,13 @@ import sysconfig
 import warnings
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from _pytest._code.code import ReprExceptionInfo, ReprFileLocation, ReprTracebackNative
 
-from harness.capture import CaptureConfig, CaptureSession, cassette_path_for
-from harness.capture.session import Finished
 from harness.ci import writes_allowed
 from harness.errors import CaptureError, CassetteMismatch, FixtureError, HarnessError
-from harness.providers.openai import PerRunCacheKeyWarning, per_run_key
 from harness.pytest_api import (
     PROP_CHAIN,
     PROP_USED,
@@ -35,6 +32,9 @@ from harness.pytest_api import (
     queue_drift,
     queue_write,
 )
+
+if TYPE_CHECKING:  # the capture package is imported when a test first uses it, not at startup
+    from harness.capture import CaptureSession
 
 __all__ = [
     "MARKER",
@@ -50,7 +50,7 @@ __all__ = [
 ]
 
 MARKER = "header_capture"
-SESSION = pytest.StashKey[CaptureSession]()  # the test's session, for the call-phase gate
+SESSION = pytest.StashKey["CaptureSession"]()  # the test's session, for the call-phase gate
 _HIDDEN_ROOTS = tuple(
     {sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")}
 )
@@ -61,6 +61,8 @@ def session_for(
     item: pytest.Item, settings: Settings, *, upstream: Any, config: Any
 ) -> CaptureSession:
     """The capture session of `item` (a one-line test failure for a bad config or cassette)."""
+    from harness.capture import CaptureConfig, CaptureSession, cassette_path_for
+
     marker = item.get_closest_marker(MARKER)
     try:
         captured = CaptureConfig.of(config)
@@ -86,6 +88,8 @@ def gate(item: pytest.Item, session: CaptureSession, settings: Settings) -> None
     """After a test body passed: fail it on replay errors its code swallowed, and on a prefix-chain
     break (unless it is marked `moves_header`). Runs in the call phase, so the test fails."""
     __tracebackhide__ = True
+    from harness.providers.openai import PerRunCacheKeyWarning, per_run_key
+
     if any(r.split is not None and per_run_key(r.split.view.settings) for r in session.requests):
         path, line, _ = item.location
         warnings.warn_explicit(
@@ -124,7 +128,7 @@ def gate(item: pytest.Item, session: CaptureSession, settings: Settings) -> None
 def finish(item: pytest.Item, session: CaptureSession, settings: Settings, *, failed: bool) -> None:
     """At teardown: report replay drift, count the gate's coverage, and hand over the cassette
     unless the test failed (a failed test writes nothing)."""
-    finished: Finished = session.finish()  # SecretLeak propagates: the test errors, no write
+    finished = session.finish()  # SecretLeak propagates: the test errors, no write
     seed = settings.seed_for(item.nodeid)
     for error in _distinct(session.errors):
         if isinstance(error, CassetteMismatch):
