@@ -6,6 +6,14 @@ recording); every later build is answered by position from the first build's ans
 shuffled build gets the same answers and only its request bytes can differ. A build that sends
 a request the first build did not send at that place is an error: the number of requests itself
 depends on the order.
+
+Replaying (check mode, and the recorded part in update-new-only), the first build's requests are
+also compared with the recorded ones at their places, through the session's matcher: a header
+that is stable under every order but differs from the recording (a tool renamed since it was
+recorded) is a `CassetteMismatch` with the drift report. It is kept in `session.errors`, not
+raised, and the build goes on with the recorded answer: when the shuffle then finds drift, that
+report (which names the orders, the cause) is the failure; when it does not, the plugin fails the
+test on the mismatch after the test body, as it does for every replay error.
 """
 
 from __future__ import annotations
@@ -18,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from harness.capture.captured import Captured
 from harness.capture.cassette import CaptureFile, Exchange, HttpResponse, Proof, redacted
-from harness.capture.matching import positions
+from harness.capture.matching import describe_mismatch, positions
 from harness.errors import CaptureError, CassetteMissing
 
 if TYPE_CHECKING:
@@ -63,6 +71,21 @@ class ProofState:
         index = positions(reference, captured, self.positions.get(key, 0))
         if index is not None:
             self.positions[key] = index + 1
+            recorded = reference[index].request
+            if (
+                build == 0
+                and session.mode in ("check", "update-new-only")
+                and not session.matcher.matches(recorded, captured, session.redaction)
+            ):
+                error = describe_mismatch(
+                    index,
+                    recorded,
+                    captured,
+                    session.shown(),
+                    entry=f"prove_stable call {self.number + 1}",
+                )
+                if all(str(error) != str(known) for known in session.errors):
+                    session.errors.append(error)
             if build == 0 and session.mode == "update":
                 self.out.append(Exchange(session.request_of(captured), reference[index].response))
             elif build == 0 and session.mode == "update-new-only":
