@@ -577,3 +577,50 @@ def test_a_seed_gives_the_same_orders_every_time() -> None:
     assert first[0] == list("abcdefgh") and first[1] == list("hgfedcba")
     assert first != other, "another seed draws other random orders"
     assert len({tuple(order) for order in first[3:]}) > 1, "the random runs differ"
+
+
+FAN_OUT = """
+import asyncio
+import anthropic
+from harness.capture import current_session
+
+
+async def build():
+    session = current_session()
+    client = anthropic.AsyncAnthropic(api_key="test", http_client=session.httpx2_async_client())
+
+    async def sub_agent(role, latency):
+        await asyncio.sleep(latency)
+        reply = await client.messages.create(
+            model="claude-x", max_tokens=10, system=f"You are the {role}.",
+            messages=[{"role": "user", "content": "go"}],
+        )
+        return reply.content[0].text
+
+    return await asyncio.gather(sub_agent("researcher", 0.01), sub_agent("writer", 0.02))
+"""
+
+
+def test_independent_sub_agents_sent_concurrently_are_not_drift(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(sender=JUDGE_SENT, fan_out=FAN_OUT)
+    pytester.makeconftest(
+        """
+        import httpx2, pytest, sender
+
+        @pytest.fixture
+        def harness_upstream():
+            return httpx2.MockTransport(lambda request: httpx2.Response(200, json=sender.message()))
+        """
+    )
+    pytester.makepyfile(
+        test_fan_out="""
+        import fan_out
+
+        def test_fan_out(prove_stable):
+            result = prove_stable(fan_out.build)
+            assert any("another order" in note for note in result.notes)
+        """
+    )
+    pytester.syspathinsert()
+    run(pytester, "-p", "no:randomly", "--harness-mode=record").assert_outcomes(passed=1)
+    run(pytester, "-p", "no:randomly").assert_outcomes(passed=1)
