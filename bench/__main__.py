@@ -72,7 +72,7 @@ FULL = Plan(
     shuffle_steps=10,
     overhead_permutations=100,
     overhead_rounds=7,
-    startup_pairs=15,
+    startup_pairs=30,
 )
 QUICK = Plan(
     rounds={10: 7, 100: 3, 1_000: 2},
