@@ -133,7 +133,7 @@ class ScenarioPlugin:
             # Assembly copies what it collects through JSON (ToolSchema.copy_of), so handing it
             # the shared frozen copies changes no byte; they are made once per distinct tool, not
             # at every boot and every assembly.
-            schemas = [ToolSchema.frozen_copy_of(tool.schema()) for tool in self.spec.tools]
+            schemas = tuple(ToolSchema.frozen_copy_of(tool.schema()) for tool in self.spec.tools)
             prompt.add_tool_provider(lambda: schemas)
             for tool in self.spec.tools:
                 tools.register_handler(tool.name, _handler(tool))

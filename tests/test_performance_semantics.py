@@ -17,7 +17,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from harness.agent import (
@@ -36,7 +36,7 @@ from harness.agent import (
     deep_freeze,
     header_equals,
 )
-from harness.agent.frozen import extend_frozen, is_deep_frozen
+from harness.agent.frozen import FrozenList, extend_frozen, is_deep_frozen
 from harness.agent.session import (
     AgentError,
     AssistantMessage,
@@ -61,9 +61,11 @@ from harness.agent.system_prompt import (
     ASSEMBLE_EVENT,
     TOOL_ORDER_REST,
     PromptAssembly,
+    PromptAssemblyError,
     PromptRenderError,
     Section,
     ToolOrderError,
+    check_assembly,
     order_tools,
     render_prompt,
 )
@@ -460,16 +462,33 @@ def test_a_read_only_assembly_has_the_bytes_of_a_plain_one() -> None:
     prompt.add_tool_provider(runtime.schemas)
     frozen = [deep_freeze(ToolSchema("z", "", {"type": "object", "x": [1]}))]
     prompt.add_tool_provider(lambda: frozen)
-    for name in "cab":
-        runtime.register(ToolSchema(name, "", {"type": "object", "properties": {}}))
+    mutable = [ToolSchema("m", "", {"type": "object", "properties": {}})]  # not a registry's
+    prompt.add_tool_provider(lambda: mutable)
+    disposers = {
+        name: runtime.register(ToolSchema(name, "", {"type": "object", "properties": {}}))
+        for name in "cab"
+    }
     for _ in range(2):
         plain = run(prompt.assemble())
         shared = run(prompt.assemble(read_only=True))
         assert enc(shared.tools) == enc(plain.tools)
         assert all(is_deep_frozen(t) for t in shared.tools)
         assert not any(is_deep_frozen(t) for t in plain.tools)
-    runtime.schemas()[0].parameters["properties"]["new"] = {}  # an in-place edit is seen
-    assert enc(run(prompt.assemble(read_only=True)).tools) == enc(run(prompt.assemble()).tools)
+    before = run(prompt.assemble(read_only=True)).tools
+    # The fallback: a provider's own mutable schema edited in place is seen (re-encoded).
+    mutable[0].parameters["properties"]["new"] = {}
+    after = run(prompt.assemble(read_only=True)).tools
+    assert enc(after) == enc(run(prompt.assemble()).tools) != enc(before)
+    assert next(t for t in after if t.name == "m").parameters["properties"] == {"new": {}}
+    # The registry's schemas are frozen (decision 0012): an edit in place raises, and a schema
+    # registered anew is seen.
+    with pytest.raises(FrozenError):
+        runtime.schemas()[0].parameters["properties"]["new"] = {}
+    disposers["c"]()
+    runtime.register(ToolSchema("c", "new", {"type": "object", "properties": {}}))
+    changed = run(prompt.assemble(read_only=True)).tools
+    assert [t.description for t in changed if t.name == "c"] == ["new"]
+    assert enc(changed) == enc(run(prompt.assemble()).tools)
 
     async def edit(assembly: PromptAssembly, next_: Any) -> Any:
         assembly.tools[0].parameters["edited"] = True  # a listener may edit its copies
@@ -479,6 +498,138 @@ def test_a_read_only_assembly_has_the_bytes_of_a_plain_one() -> None:
     edited = run(prompt.assemble(read_only=True))
     assert edited.tools[0].parameters["edited"] is True
     assert "edited" not in runtime.schemas()[0].parameters
+
+
+# What may change between two assemblies. The fast path (read-only, no listener) must give
+# exactly what assembling from scratch gives, or raise what it raises.
+prompt_changes = st.one_of(
+    st.tuples(st.just("register"), st.sampled_from(["a", "b", "c", "", "𝔵"])),
+    st.tuples(st.just("dispose"), st.integers(0, 5)),
+    st.tuples(st.just("same tuple"), st.none()),
+    st.tuples(st.just("new tuple"), st.sampled_from(["a", "d", ""])),
+    st.tuples(st.just("edit mutable"), st.integers(0, 3)),
+    st.tuples(st.just("variable"), st.sampled_from(["/w", "/v", None])),
+    st.tuples(st.just("section"), st.sampled_from([0, 100, 2000])),
+    st.tuples(st.just("complete"), st.none()),
+    st.tuples(st.just("drop section"), st.none()),
+    st.tuples(st.just("replace section"), st.sampled_from([0, 100, 2000])),
+    st.tuples(st.just("tool order"), orders),
+    st.tuples(st.just("listener"), st.none()),
+    st.tuples(st.just("second prompt"), st.none()),
+)
+
+
+def reference_assembly(prompt: SystemPrompt) -> tuple[bytes, str | None]:
+    """Sections, tools and rendered text computed from scratch, as the spec says."""
+    sections = [s for s in prompt._sections if s.complete]
+    if len(sections) > 1:
+        raise PromptAssemblyError("more than one complete system prompt section")
+    sections = sections or sorted(prompt._sections, key=lambda s: s.order)
+    tools = order_tools(run(prompt.collect_tools()), prompt.config.tool_order)
+    check_assembly(PromptAssembly(list(sections), tools, dict(prompt.variables)))
+    assembly = PromptAssembly(list(sections), tools, dict(prompt.variables))
+    try:
+        text = render_prompt(PromptAssembly(list(sections), [], dict(prompt.variables)))
+    except PromptRenderError:
+        text = None
+    return enc(assembly), text
+
+
+@settings(SETTINGS, max_examples=200)
+@given(changes=st.lists(prompt_changes, max_size=12))
+@example(changes=[("tool order", [TOOL_ORDER_REST, "a"]), ("tool order", None)])
+@example(changes=[("tool order", ["a", "ghost", TOOL_ORDER_REST])])
+@example(changes=[("register", "b"), ("dispose", 0), ("register", "")])
+@example(changes=[("new tuple", "d"), ("same tuple", None), ("new tuple", "")])
+@example(changes=[("edit mutable", 1), ("variable", "/w"), ("edit mutable", 2)])
+@example(changes=[("variable", "/w"), ("section", 0), ("drop section", None), ("variable", None)])
+@example(changes=[("complete", None), ("complete", None), ("drop section", None)])
+@example(changes=[("variable", "/w"), ("section", 0), ("replace section", 2000)])
+@example(changes=[("variable", "/w"), ("listener", None), ("second prompt", None)])
+def test_a_read_only_assembly_is_assembling_from_scratch(
+    changes: list[tuple[str, Any]],
+) -> None:
+    ctx = Context()
+    runtime = ToolRuntime()
+    prompt = SystemPrompt(ctx, SystemPromptConfig())
+    prompt.set_variable("platform", "linux")
+    prompt.add_tool_provider(runtime.frozen_schemas)
+    own = [(deep_freeze(ToolSchema("e", "", {"type": "object"})),)]
+    prompt.add_tool_provider(lambda: own[0])
+    mutable = [ToolSchema("m", "", {"type": "object", "properties": {}})]
+    prompt.add_tool_provider(lambda: mutable)
+    disposers: list[Any] = []
+    removers: list[Any] = []
+    for action, value in [("register", "a"), *changes]:
+        if action == "register":
+            disposers.append(runtime.register(ToolSchema(value, "", {"type": "object"})))
+        elif action == "dispose" and disposers:
+            disposers.pop(value % len(disposers))()
+        elif action == "same tuple":
+            own[0] = tuple(own[0])  # the same objects in a new tuple
+        elif action == "new tuple":
+            own[0] = (*own[0], ToolSchema(value, "x", {"type": "object"}))
+        elif action == "edit mutable":
+            mutable[0].parameters["properties"][f"p{value}"] = {}
+        elif action == "variable":
+            prompt.set_variable("cwd", value)
+        elif action == "section":
+            removers.append(prompt.add_section(Section(f"s{value}", f"at {value}", value)))
+        elif action == "complete":
+            removers.append(prompt.add_section(Section("whole", "complete", complete=True)))
+        elif action == "drop section" and removers:
+            removers.pop()()
+        elif action == "replace section" and removers:  # as many sections, another one
+            removers.pop()()
+            removers.append(prompt.add_section(Section(f"r{value}", f"now {value}", value)))
+        elif action == "tool order":
+            prompt.config = SystemPromptConfig(tool_order=tuple(value) if value else msgspec.UNSET)
+        elif action == "listener":
+            ctx.on(ASSEMBLE_EVENT, lambda assembly, next_: next_())  # observed from now on
+        elif action == "second prompt":
+            SystemPrompt(ctx)  # a second invariant listener on the same context
+        try:
+            expected, text = reference_assembly(prompt)
+        except (ToolOrderError, PromptAssemblyError) as error:
+            with pytest.raises(type(error)):
+                run(prompt.assemble(read_only=True))
+            continue
+        for _ in range(2):  # the second time from what the first remembered
+            assembly = run(prompt.assemble(read_only=True))
+            assert enc(assembly) == expected
+            if text is None:
+                with pytest.raises(PromptRenderError):
+                    render_prompt(assembly)
+                continue
+            rendered = render_prompt(assembly)
+            assert rendered == text
+            header = canonical_header(CONFIG, rendered, assembly.tools)
+            assert header_bytes(header) == header_bytes(
+                canonical_header(CONFIG, rendered, list(assembly.tools))
+            )
+
+
+def test_a_read_only_assembly_refuses_changes_and_a_later_bad_tool_is_still_refused() -> None:
+    ctx = Context()
+    prompt = SystemPrompt(ctx, SystemPromptConfig())
+    tools = [(deep_freeze(ToolSchema("a", "", {})),)]
+    prompt.add_tool_provider(lambda: tools[0])
+    assembly = run(prompt.assemble(read_only=True))
+    assert type(assembly.tools) is FrozenList and type(assembly.sections) is FrozenList
+    for change in (
+        lambda: assembly.tools.append(assembly.tools[0]),
+        lambda: assembly.tools.reverse(),
+        lambda: assembly.sections.pop(),
+        lambda: assembly.tools.__setitem__(0, assembly.tools[0]),
+    ):
+        with pytest.raises(FrozenError):
+            change()
+    assert list(assembly.tools) == list(tools[0])
+    assert type(run(prompt.assemble()).tools) is list  # a plain assembly stays editable
+    tools[0] = (deep_freeze(ToolSchema("", "", {})),)  # the check is not skipped for new tools
+    for _ in range(2):
+        with pytest.raises(PromptAssemblyError, match="without a name"):
+            run(prompt.assemble(read_only=True))
 
 
 def test_render_remembers_successes_and_still_refuses_errors() -> None:

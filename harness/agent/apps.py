@@ -128,7 +128,7 @@ async def boot_agent(
     tools = ToolRuntime()
     ctx.provide(ToolRuntime, tools)
     prompt = SystemPrompt(ctx, config.system_prompt())
-    prompt.add_tool_provider(tools.schemas)
+    prompt.add_tool_provider(tools.frozen_schemas)
     for name, value in (variables or {}).items():
         prompt.set_variable(name, value)
     ctx.provide(SystemPrompt, prompt)

@@ -58,6 +58,51 @@ class FrozenDict(dict[str, Any]):
         return self
 
 
+class FrozenList(list[Any]):
+    """A list that refuses to change, made from a tuple it keeps (`items`).
+
+    What a read-only caller is handed where the API promises a list (a prompt assembly no
+    listener sees): it encodes and reads like the list it is, and whoever needs the items as a
+    tuple takes `items`, the very tuple, so comparing two of them can stop at identity.
+    """
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: tuple[Any, ...]) -> None:
+        super().__init__(items)
+        self.items = items
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> NoReturn:
+        raise FrozenError("this list is read-only; copy it (list(...)) to change it")
+
+    __setitem__ = _refuse
+    __delitem__ = _refuse
+    __iadd__ = _refuse
+    __imul__ = _refuse
+    append = _refuse
+    extend = _refuse
+    insert = _refuse
+    pop = _refuse
+    remove = _refuse
+    reverse = _refuse
+    sort = _refuse
+    clear = _refuse
+
+    def __reduce__(self) -> NoReturn:
+        raise FrozenError("frozen values are not pickled; encode them with msgspec")
+
+    def __copy__(self) -> FrozenList:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> FrozenList:
+        return self
+
+
+def items_of(values: Iterable[T]) -> tuple[T, ...]:
+    """`tuple(values)`; for a FrozenList, the very tuple it was made from."""
+    return values.items if type(values) is FrozenList else tuple(values)
+
+
 class WeakIdentitySet:
     """Objects held weakly and tested by identity (hashing a frozen value walks all of it).
 

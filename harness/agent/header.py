@@ -14,7 +14,13 @@ from typing import Any, Literal
 
 import msgspec
 
-from harness.agent.frozen import WeakIdentitySet, deep_freeze, is_deep_frozen, is_known_frozen
+from harness.agent.frozen import (
+    WeakIdentitySet,
+    deep_freeze,
+    is_deep_frozen,
+    is_known_frozen,
+    items_of,
+)
 from harness.agent.tools import ToolSchema
 
 # -- messages -----------------------------------------------------------------------------------
@@ -74,7 +80,7 @@ def canonical_header(config: LlmConfig, system: str, tools: Iterable[ToolSchema]
     (already frozen) objects in the same order, that earlier header is returned: the value is the
     same, and equality checks downstream become identity checks.
     """
-    tool_tuple = tuple(tools)
+    tool_tuple = items_of(tools)
     found = _headers.find(config, system, tool_tuple)
     if found is not None:
         return found
