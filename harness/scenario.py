@@ -23,6 +23,7 @@ from harness.agent.llm import REQUEST_EVENT, Adapter, LlmRuntime, Reply, Request
 from harness.agent.session import (
     SESSION_EVENT,
     AgentError,
+    Conversation,
     Header,
     LogEvent,
     Message,
@@ -33,6 +34,7 @@ from harness.agent.session import (
     TurnEnd,
     canonical_header,
     header_equals,
+    utc_now,
 )
 from harness.agent.system_prompt import (
     ASSEMBLE_EVENT,
@@ -186,9 +188,10 @@ class MessagesDigester:
     the messages that are new since the previous request.
 
     A request built from the session's fold holds the very tuple `session.messages()` returns
-    (that identity is the proof of equality), whose committed prefix only grows at its end while
-    the fold lasts: the SHA-256 of its JSON array is carried forward message by message. Any other
-    request is digested from scratch.
+    (or the very Conversation `session.conversation()` returns: that identity is the proof of
+    equality), whose committed messages only grow at the end of the fold's store: the SHA-256
+    of its JSON array is carried forward message by message. Any other request is digested
+    from scratch.
     """
 
     def __init__(self) -> None:
@@ -196,21 +199,25 @@ class MessagesDigester:
         self._count = 0
         self._hash = hashlib.sha256(b"[")
 
-    def digest(self, messages: tuple[Message, ...], session: Session | None) -> MessagesDigest:
-        if session is None or messages is not session.messages():
+    def digest(self, messages: Sequence[Message], session: Session | None) -> MessagesDigest:
+        if session is None:
+            return MessagesDigest.of(messages)
+        shared = isinstance(messages, Conversation)
+        if messages is not (session.conversation() if shared else session.messages()):
             return MessagesDigest.of(messages)
         fold = session.fold()
-        messages, committed = fold.parts()
+        store, pending = fold.committed()
+        committed = len(store)
         if fold is not self._fold or committed < self._count:
             self._fold, self._count, self._hash = fold, 0, hashlib.sha256(b"[")
-        for message in messages[self._count : committed]:
+        for message in store[self._count : committed]:
             self._hash.update(b"," + _encode(message) if self._count else _encode(message))
             self._count += 1
         running = self._hash.copy()
-        for position, message in enumerate(messages[committed:], start=committed):
-            running.update(b"," + _encode(message) if position else _encode(message))
+        if pending is not None:
+            running.update(b"," + _encode(pending) if committed else _encode(pending))
         running.update(b"]")
-        return MessagesDigest(len(messages), running.hexdigest())
+        return MessagesDigest(committed + (pending is not None), running.hexdigest())
 
 
 _encode = msgspec.json.Encoder().encode
@@ -326,11 +333,16 @@ async def run_scenario(
     rebuild: bool = True,
     session_id: str | None = None,
     keep_requests: bool = True,
+    clock: Callable[[], str] = utc_now,
+    share_conversation: bool = False,
 ) -> Run:
     """Run every loop of the scenario; each loop boots afresh over the log so far (a resume).
 
     `session_id` fixes the session's id (default: a fresh uuid, which normalisation hides).
     `keep_requests=False` keeps dispatched requests as digests only (see `Recorder`).
+    `clock` stamps the events' times (normalisation hides them too). `share_conversation`:
+    requests hold a Conversation, not a tuple (see `boot_agent`); for a run whose requests are
+    only digested (`keep_requests=False`, and an adapter that keeps none).
     """
     plugins = [ScenarioPlugin(spec) for spec in scenario.plugins]
     if plugin_order is not None:
@@ -351,6 +363,8 @@ async def run_scenario(
             session_id=session_id,
             log=log,
             variables=scenario.variables,
+            clock=clock,
+            share_conversation=share_conversation,
         )
         orders.append(agent.registration_order)
         recorder.attach(agent.ctx)

@@ -37,6 +37,7 @@ from harness.agent import (
     header_equals,
 )
 from harness.agent.frozen import FrozenList, extend_frozen, is_deep_frozen
+from harness.agent.header import Conversation, messages_json
 from harness.agent.session import (
     AgentError,
     AssistantMessage,
@@ -69,7 +70,7 @@ from harness.agent.system_prompt import (
     order_tools,
     render_prompt,
 )
-from harness.fixture import MessagesDigest, find_fixtures, load_fixture
+from harness.fixture import MessagesDigest, RecordedRequest, find_fixtures, load_fixture
 from harness.scenario import run_sync
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -195,6 +196,8 @@ tool_ids = st.sampled_from(["c1", "c2", "c3"])
 blocks = st.one_of(
     st.builds(TextBlock, st.text(max_size=5)),
     st.builds(ToolUseBlock, tool_ids, st.sampled_from(["bash", "read"]), st.just({"a": [1]})),
+    # a set stays a set: the message, and every conversation holding it, is not deep-frozen
+    st.builds(ToolUseBlock, tool_ids, st.just("bash"), st.just({"s": {1}})),
 )
 headers = st.builds(
     lambda system, names: canonical_header(
@@ -248,7 +251,12 @@ def assert_fold_agrees(session: Session) -> None:
     messages = session.messages()
     assert enc(messages) == enc(derive_messages(log))
     assert messages == derive_messages(log)
-    assert is_deep_frozen(messages)
+    assert is_deep_frozen(messages) == reference_is_deep_frozen(derive_messages(log))
+    fold = session.fold()  # for a plain list, a fresh fold: take both from the same one
+    assert_conversation_is(fold.conversation(), fold.messages())
+    assert session.conversation() == messages
+    if isinstance(session.log, EventLog):
+        assert session.conversation() is session.conversation()  # until a message changes
     assert session.header() is fold_header(log)
     for kind in (StepStart, StepEnd, TurnStart, RequestHeader, UserMessage, ToolResult):
         assert session.count(kind) == sum(isinstance(e, kind) for e in log)
@@ -260,8 +268,50 @@ def assert_fold_agrees(session: Session) -> None:
     assert len(folded) - committed in (0, 1)
 
 
+def assert_conversation_is(conversation: Conversation, messages: tuple[Any, ...]) -> None:
+    """A Conversation is the tuple of its messages in every way but its type."""
+    assert conversation == messages and messages == conversation
+    assert (conversation != messages) is False
+    try:
+        hashed = hash(messages)
+    except TypeError:  # a set inside: neither hashes
+        with pytest.raises(TypeError):
+            hash(conversation)
+    else:
+        assert hash(conversation) == hashed
+    assert len(conversation) == len(messages)
+    assert all(a is b for a, b in zip(conversation, messages, strict=True))
+    size = len(messages)
+    assert all(conversation[i] is messages[i] for i in range(-size, size))
+    for index in (size, -size - 1):
+        with pytest.raises(IndexError):
+            conversation[index]
+    for part in (slice(1, None), slice(None, -1), slice(None, None, -1), slice(0, 9, 2)):
+        assert conversation[part] == messages[part]
+    assert list(reversed(conversation)) == list(reversed(messages))
+    assert messages_json(conversation) == enc(messages)
+    assert is_deep_frozen(conversation) == is_deep_frozen(messages)
+    assert deep_freeze(conversation) is conversation
+    assert (messages[-1] in conversation) if messages else (len(conversation) == 0)
+
+
 @SETTINGS
 @given(script=st.lists(st.tuples(actions, st.booleans()), max_size=25))
+@example(
+    script=[
+        (("append", UserMessage(text="hi")), True),
+        (
+            (
+                "append",
+                AssistantMessage(
+                    content=(ToolUseBlock("c1", "bash", {"s": {1}}),), stop_reason="tool_use"
+                ),
+            ),
+            True,
+        ),
+        (("append", ToolResult(tool_use_id="c1", name="bash", content="r")), True),
+    ]
+)
 def test_the_incremental_fold_agrees_with_the_reference_functions(
     script: list[tuple[tuple[str, Any], bool]],
 ) -> None:
@@ -678,6 +728,124 @@ def test_recorded_digests_are_the_digests_of_the_full_requests(folder: Path) -> 
     lean = run_sync(fixture.scenario, lean_adapter, keep_requests=False, session_id="s")
     assert [enc(r) for r in lean.recorder.dispatched] == [enc(r) for r in recorded]
     assert len(lean.recorder.requests) == len(adapter.requests)
+
+
+def lean_run(fixture: Any, **options: Any) -> Any:
+    adapter = ScriptedAdapter(fixture.answers.answers, keep_requests=False)
+    return run_sync(fixture.scenario, adapter, keep_requests=False, **options)
+
+
+@pytest.mark.parametrize("folder", shipped(), ids=lambda p: p.name)
+def test_a_shared_conversation_gives_the_run_tuples_give(folder: Path) -> None:
+    fixture = load_fixture(folder)
+    plain, shared = (
+        lean_run(fixture, session_id="s", clock=lambda: "T", share_conversation=flag)
+        for flag in (False, True)
+    )
+    assert enc(shared.recorder.events) == enc(plain.recorder.events)
+    assert enc(shared.recorder.dispatched) == enc(plain.recorder.dispatched)
+    assert enc(shared.turn_ends) == enc(plain.turn_ends)
+    assert [(m.step, header_bytes(m.rebuilt)) for m in shared.rebuilds] == [
+        (m.step, header_bytes(m.rebuilt)) for m in plain.rebuilds
+    ]
+
+
+@pytest.mark.parametrize("share", [False, True], ids=["tuples", "shared"])
+@pytest.mark.parametrize(
+    ("replace", "fails"),
+    [
+        (lambda messages: tuple(messages), None),  # equal messages, another object: compared
+        (lambda messages: tuple(messages)[:-1], "messages differ from the log's"),
+        (
+            lambda messages: Conversation([*messages][:-1], len(messages) - 1, frozen=True),
+            "messages differ from the log's",
+        ),
+        (lambda messages: Conversation([*messages], len(messages), frozen=True), None),
+        (lambda messages: Conversation([*messages], len(messages)), "not deep-frozen"),
+    ],
+    ids=["equal tuple", "shorter tuple", "shorter view", "equal view", "unchecked view"],
+)
+def test_the_invariant_compares_messages_that_are_not_the_sessions_own(
+    share: bool, replace: Any, fails: str | None
+) -> None:
+    from harness.agent import REQUEST_EVENT, boot_agent
+    from harness.agent.apps import AgentCoreConfig
+    from harness.agent.llm import ScriptedReply, ScriptedToolCall
+
+    replies = [
+        ScriptedReply(tool_calls=(ScriptedToolCall("c1", "t"),)),
+        ScriptedReply(text="done"),
+    ]
+
+    async def main() -> Any:
+        agent = await boot_agent(
+            AgentCoreConfig(),
+            adapter=ScriptedAdapter(replies),
+            share_conversation=share,
+            variables={"cwd": "/w", "platform": "linux"},
+        )
+        agent.tools.register(ToolSchema("t", "", {}), lambda _: "ok")
+
+        async def swap(request: Any, next_: Any) -> Any:
+            return await next_(request.replace(messages=replace(request.messages)))
+
+        agent.ctx.on(REQUEST_EVENT, swap)
+        return await agent.turn("hi")
+
+    end = run(main())
+    if fails:
+        assert end.reason == "error" and fails in end.message
+    else:
+        assert end.reason == "completed"
+
+
+@pytest.mark.parametrize("folder", shipped(), ids=lambda p: p.name)
+def test_comparing_recorded_bytes_is_comparing_the_decoded_recording(folder: Path) -> None:
+    """Replay's first comparison (bytes, no decoding) gives what normalising and decoding give,
+    and replay's own run (tokens for the session id and the time, a shared conversation) gives
+    the recording that a run with a real id and clock gives."""
+    from harness.record import log_of, recorded_bytes, requests_of
+    from harness.replay import compare_recordings
+
+    fixture = load_fixture(folder)
+    plain = lean_run(fixture)
+    replayed = lean_run(
+        fixture, session_id="{{session_id}}", clock=lambda: "{{time}}", share_conversation=True
+    )
+    for run_ in (plain, replayed):
+        log, requests = recorded_bytes(run_)
+        assert log == enc(log_of(run_).events)
+        assert requests == enc(requests_of(run_).requests)
+    assert recorded_bytes(plain) == recorded_bytes(replayed)
+    assert compare_recordings(fixture, replayed) == []
+    assert fixture.log is not None and fixture.requests is not None
+    events = list(fixture.log.events)
+    events[1] = msgspec.structs.replace(events[1], time="moved")
+    requests = list(fixture.requests.requests)
+    if requests:
+        digest = requests[0].messages
+        requests[0] = msgspec.structs.replace(
+            requests[0], messages=msgspec.structs.replace(digest, count=digest.count + 1)
+        )
+    else:  # a scenario that fails before its first request: one it did not send
+        requests = [
+            RecordedRequest(
+                provider="p", model="m", messages=MessagesDigest(0, ""), session_id="{{session_id}}"
+            )
+        ]
+    for log_changed, requests_changed in ((True, False), (False, True), (True, True)):
+        moved = msgspec.structs.replace(
+            fixture,
+            log=msgspec.structs.replace(
+                fixture.log, events=tuple(events) if log_changed else fixture.log.events
+            ),
+            requests=msgspec.structs.replace(
+                fixture.requests,
+                requests=tuple(requests) if requests_changed else fixture.requests.requests,
+            ),
+        )
+        kinds = [finding.kind for finding in compare_recordings(moved, replayed)]
+        assert kinds == ["log"] * log_changed + ["requests"] * requests_changed
 
 
 def test_a_request_whose_messages_came_from_elsewhere_is_digested_from_scratch() -> None:

@@ -97,13 +97,17 @@ class Context:
     # -- the five verbs -------------------------------------------------------------------
     def emit(self, event: str, *args: Any) -> None:
         """Call every listener synchronously; results are ignored, errors raised after all ran."""
+        listeners = self._hub.listeners.get(event)
+        if not listeners:
+            return
         errors: list[BaseException] = []
-        for listener in self.listeners(event):
+        for listener in tuple(listeners):
             try:
                 listener(*args)
             except Exception as error:
                 errors.append(error)
-        _raise_collected(errors, event)
+        if errors:
+            _raise_collected(errors, event)
 
     async def parallel(self, event: str, *args: Any) -> None:
         """Run every listener concurrently; all run to completion, errors are aggregated."""

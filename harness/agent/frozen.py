@@ -103,6 +103,21 @@ def items_of(values: Iterable[T]) -> tuple[T, ...]:
     return values.items if type(values) is FrozenList else tuple(values)
 
 
+class FrozenView:
+    """A read-only view of values kept elsewhere, which knows whether they are deep-frozen.
+
+    `deep_freeze` hands a view back as it is (it cannot copy what it does not own) and
+    `is_deep_frozen` believes its `deep_frozen` flag, which the view's maker sets from a check
+    of what it shows (a session's conversation, say).
+    """
+
+    __slots__ = ()
+
+    @property
+    def deep_frozen(self) -> bool:
+        raise NotImplementedError
+
+
 class WeakIdentitySet:
     """Objects held weakly and tested by identity (hashing a frozen value walks all of it).
 
@@ -194,15 +209,19 @@ def deep_freeze(value: T) -> T:
 # dominate a walk). The order of the tests is the order of the isinstance checks they replace.
 _ATOM, _FROZEN_DICT, _DICT, _LIST, _TUPLE, _MUTABLE, _STRUCT, _FROZEN_STRUCT, _OTHER = range(1, 10)
 _REMEMBERED = 10  # a frozen Struct type whose instances can be remembered (weakly)
-_AS_IS = frozenset({_ATOM, _FROZEN_DICT, _MUTABLE, _OTHER})  # what _freeze returns unchanged
+_VIEW = 11  # a FrozenView: as it is, frozen when it says so
+_AS_IS = frozenset({_ATOM, _FROZEN_DICT, _MUTABLE, _OTHER, _VIEW})  # what _freeze returns unchanged
 _NEVER_FROZEN = frozenset({_DICT, _LIST, _MUTABLE, _STRUCT})  # is_deep_frozen is False at once
 _kinds: dict[type, int] = {}
+
+
+_ATOM_TYPES = frozenset({str, int, float, bool, type(None), bytes, type(msgspec.UNSET)})
 
 
 def _kind(kind: type) -> int:
     found = _kinds.get(kind)
     if found is None:
-        if kind in (str, int, float, bool, type(None), bytes, type(msgspec.UNSET)):
+        if kind in _ATOM_TYPES:
             found = _ATOM  # exact types: immutable leaves that hold nothing
         elif issubclass(kind, FrozenDict):
             found = _FROZEN_DICT
@@ -214,6 +233,8 @@ def _kind(kind: type) -> int:
             found = _TUPLE
         elif issubclass(kind, set | bytearray):
             found = _MUTABLE
+        elif issubclass(kind, FrozenView):
+            found = _VIEW
         elif issubclass(kind, msgspec.Struct):
             config = kind.__struct_config__
             found = (
@@ -243,8 +264,11 @@ def _freeze(value: Any) -> Any:
         return items
     if kind == _REMEMBERED and value in _known.structs:
         return value
+    fields = _fields_of(value)
+    if kind != _STRUCT and set(map(type, fields)) <= _ATOM_TYPES:
+        return value  # a frozen Struct of leaves (most log events): nothing to walk
     changes = None
-    for field, current in zip(value.__struct_fields__, _fields_of(value), strict=True):
+    for field, current in zip(value.__struct_fields__, fields, strict=True):
         frozen = _freeze(current)
         if frozen is not current:
             if changes is None:
@@ -259,6 +283,8 @@ def is_deep_frozen(value: Any) -> bool:
     kind = _kinds.get(type(value)) or _kind(type(value))
     if kind in (_ATOM, _OTHER):
         return True
+    if kind == _VIEW:
+        return bool(value.deep_frozen)
     if kind in _NEVER_FROZEN:
         return False
     remembered = kind == _REMEMBERED or (
@@ -274,6 +300,12 @@ def is_deep_frozen(value: Any) -> bool:
     if remembered:
         _known.add(value)
     return True
+
+
+def remember_frozen(value: Any) -> None:
+    """Remember `value` as deep-frozen without walking it: for a value built only from parts
+    that were each checked deep-frozen (a session's conversation, message by message)."""
+    _known.add(value)
 
 
 def is_known_frozen(value: Any) -> bool:

@@ -8,13 +8,15 @@ recent equal header, so the common comparison costs an identity check.
 
 from __future__ import annotations
 
+import itertools
 import operator
-from collections.abc import Iterable
-from typing import Any, Literal
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, Literal, NoReturn, overload
 
 import msgspec
 
 from harness.agent.frozen import (
+    FrozenView,
     WeakIdentitySet,
     deep_freeze,
     is_deep_frozen,
@@ -48,6 +50,85 @@ Block = TextBlock | ToolUseBlock | ToolResultBlock
 class Message(msgspec.Struct, frozen=True):
     role: Literal["user", "assistant"]
     content: tuple[Block, ...]
+
+
+class Conversation(FrozenView, Sequence[Message]):
+    """The messages of a request: the first `length` messages of a session's conversation,
+    then its pending message of tool results, if any. Immutable, and shared.
+
+    Each request holds the whole conversation so far. As a tuple of its own, every request
+    costs time and memory in proportion to the conversation (and the garbage collector's passes
+    over those tuples grow with it), so a long session becomes quadratic. A Conversation is a
+    view into the session's append-only store of committed messages instead: making one costs
+    the same at step 10 and at step 10,000, and a committed message never changes, so the view
+    never does (decision 0012).
+
+    It is a `Sequence` of frozen messages that compares equal to the tuple of the same messages.
+    msgspec does not encode it by itself: encode `tuple(conversation)`. The runtime hands out
+    Conversations only when asked to (`boot_agent(share_conversation=True)`, which the harness's
+    replay uses); by default a request's messages are a tuple, as they always were.
+    """
+
+    __slots__ = ("_frozen", "_length", "_store", "_tail")
+
+    def __init__(
+        self, store: list[Message], length: int, tail: Message | None = None, frozen: bool = False
+    ) -> None:
+        self._store = store
+        self._length = length
+        self._tail = tail
+        self._frozen = frozen  # its maker checked every message deep-frozen
+
+    @property
+    def deep_frozen(self) -> bool:
+        return self._frozen
+
+    def __len__(self) -> int:
+        return self._length + (self._tail is not None)
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Message, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> Message | tuple[Message, ...]:
+        if isinstance(index, slice):
+            return tuple(self[position] for position in range(len(self))[index])
+        position = operator.index(index)
+        size = len(self)
+        if position < 0:
+            position += size
+        if not 0 <= position < size:
+            raise IndexError("conversation index out of range")
+        if position < self._length:
+            return self._store[position]
+        assert self._tail is not None
+        return self._tail
+
+    def __iter__(self) -> Iterator[Message]:
+        yield from itertools.islice(self._store, self._length)
+        if self._tail is not None:
+            yield self._tail
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Conversation | tuple):
+            return len(self) == len(other) and all(map(operator.eq, self, other))
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return f"Conversation({tuple(self)!r})"
+
+    def __reduce__(self) -> NoReturn:
+        raise TypeError("a Conversation is not pickled; encode tuple(conversation) with msgspec")
+
+
+def messages_json(messages: Sequence[Message]) -> bytes:
+    """The JSON array of a request's messages (a tuple, or a Conversation)."""
+    return _encode(messages if type(messages) is tuple else tuple(messages))
 
 
 # -- header -------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from harness.agent.context import Context
 from harness.agent.frozen import FrozenError, deep_freeze, is_deep_frozen
 from harness.agent.session import (
     Block,
+    Conversation,
     Header,
     LlmConfig,
     Message,
@@ -45,27 +46,35 @@ class RequestFields(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=Tru
 
 
 class Request(RequestFields, frozen=True, kw_only=True, omit_defaults=True, weakref=True):
-    """One model request, deep-frozen: mutating it at any depth raises."""
+    """One model request, deep-frozen: mutating it at any depth raises.
+
+    Its messages are a tuple, or (when the session shares its conversation with its requests,
+    `boot_agent(share_conversation=True)`) a `Conversation`: an immutable view of the session's
+    messages that msgspec does not encode by itself (encode `tuple(request.messages)`).
+    """
 
     tools: tuple[ToolSchema, ...] | msgspec.UnsetType = msgspec.UNSET
-    messages: tuple[Message, ...] = ()
+    messages: Sequence[Message] = ()  # a tuple, or a Conversation the session shares
     session_id: str
 
     @classmethod
     def build(cls, header: Header, messages: Sequence[Message], session_id: str) -> Request:
         config = header.config
-        return deep_freeze(
-            cls(
-                provider=config.provider,
-                model=config.model,
-                max_tokens=config.max_tokens,
-                temperature=config.temperature,
-                system=header.system,
-                tools=header.tools,
-                messages=tuple(messages),
-                session_id=session_id,
-            )
+        if type(messages) is not tuple and not isinstance(messages, Conversation):
+            messages = tuple(messages)
+        request = cls(
+            provider=config.provider,
+            model=config.model,
+            max_tokens=config.max_tokens,
+            temperature=config.temperature,
+            system=header.system,
+            tools=header.tools,
+            messages=messages,
+            session_id=session_id,
         )
+        # Built from a canonical header and the session's messages, it usually is deep-frozen
+        # already: then it is its own frozen copy, and checking it now remembers it as checked.
+        return request if is_deep_frozen(request) else deep_freeze(request)
 
     @property
     def config(self) -> LlmConfig:

@@ -19,10 +19,12 @@ import msgspec
 
 from harness.agent.context import Context
 from harness.agent.frozen import is_deep_frozen
+from harness.agent.header import messages_json
 from harness.agent.llm import LlmRuntime, Reply, Request
 from harness.agent.session import (
     AgentError,
     AssistantMessage,
+    Conversation,
     Header,
     HeaderReason,
     RequestHeader,
@@ -53,8 +55,8 @@ def check_rebuild_invariant(request: Request, session: Session) -> None:
 
     The log is read through the session's incremental fold (equal to `fold_header` and
     `derive_messages` of the log, see `LogFold`). A request built from that fold holds the very
-    messages tuple the fold returns, and an object is equal to itself: only a request whose
-    messages came from elsewhere has its messages compared byte by byte.
+    messages tuple (or Conversation) the fold returns, and an object is equal to itself: only a
+    request whose messages came from elsewhere has its messages compared byte by byte.
     """
     if not is_deep_frozen(request):
         raise InvariantError("rebuild invariant: the request is not deep-frozen")
@@ -65,10 +67,11 @@ def check_rebuild_invariant(request: Request, session: Session) -> None:
     folded = session.header()
     if folded is None:
         raise InvariantError("rebuild invariant: the log holds no request/header")
-    derived = session.messages()
-    if request.messages is not derived and msgspec.json.encode(
-        request.messages
-    ) != msgspec.json.encode(derived):
+    shared = isinstance(request.messages, Conversation)
+    derived = session.conversation() if shared else session.messages()
+    if request.messages is not derived and messages_json(request.messages) != messages_json(
+        derived
+    ):
         raise InvariantError("rebuild invariant: the request's messages differ from the log's")
     rebuilt = request.header()
     if not header_equals(rebuilt, folded):
@@ -127,7 +130,7 @@ class AgentLoop:
                     pending_user = None
                 header = canonical_header(self.llm.config, render_prompt(assembly), assembly.tools)
                 self._log_header_if_owed(header)
-                request = Request.build(header, self.session.messages(), self.session.id)
+                request = Request.build(header, self.session.request_messages(), self.session.id)
                 request = await self.llm.prepare(request)
                 check_rebuild_invariant(request, self.session)
                 reply = await self.llm.dispatch(request)
