@@ -203,7 +203,7 @@ RecordedEvent = (
 )
 
 
-class MessagesDigest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+class MessagesDigest(msgspec.Struct, frozen=True, forbid_unknown_fields=True, gc=False):
     """A request's messages, by count and SHA-256 of their JSON bytes.
 
     The log already holds every message readably, and the runtime checks at dispatch that a

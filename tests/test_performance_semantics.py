@@ -10,6 +10,7 @@ change) on random inputs, so a fast path cannot drift from what it stands for.
 from __future__ import annotations
 
 import asyncio
+import gc
 import itertools
 import re
 from pathlib import Path
@@ -680,6 +681,70 @@ def test_a_read_only_assembly_refuses_changes_and_a_later_bad_tool_is_still_refu
     for _ in range(2):
         with pytest.raises(PromptAssemblyError, match="without a name"):
             run(prompt.assemble(read_only=True))
+
+
+def cyclic_garbage(work: Any) -> int:
+    """How many objects `work` left that only the cyclic garbage collector could free."""
+    gc.collect()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        work()
+        gc.collect()
+        return len(gc.garbage)
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+
+
+def test_a_waterfall_leaves_no_reference_cycle_behind() -> None:
+    ctx = Context()
+
+    async def add(value: int, next_: Any) -> int:
+        return int(await next_(value + 1))
+
+    ctx.on("e", add)
+    ctx.on("e", add)
+
+    def waterfalls() -> None:
+        async def main() -> None:
+            for _ in range(50):
+                assert await ctx.waterfall("e", 1) == 3
+
+        run(main())
+
+    assert cyclic_garbage(waterfalls) == cyclic_garbage(lambda: None) == 0
+
+
+def test_a_longer_session_leaves_no_more_cyclic_garbage_and_its_values_are_untracked() -> None:
+    from harness.agent import boot_agent
+    from harness.agent.apps import AgentCoreConfig
+    from harness.agent.llm import ScriptedReply, ScriptedToolCall
+
+    def session(turns: int) -> Any:
+        replies = []
+        for turn in range(turns):
+            replies += [
+                ScriptedReply(text="x", tool_calls=(ScriptedToolCall(f"c{turn}", "t", {"a": 1}),)),
+                ScriptedReply(text="done"),
+            ]
+
+        async def main() -> Any:
+            agent = await boot_agent(
+                AgentCoreConfig(),
+                adapter=ScriptedAdapter(replies, keep_requests=False),  # the requests live on
+                variables={"cwd": "/w", "platform": "linux"},
+            )
+            agent.tools.register(ToolSchema("t", "", {}), lambda _: "ok")
+            for _ in range(turns):
+                assert (await agent.turn("go")).reason == "completed"
+            return agent.session
+
+        return run(main())
+
+    assert cyclic_garbage(lambda: session(2)) == cyclic_garbage(lambda: session(8))
+    done = session(2)
+    assert not any(gc.is_tracked(event) for event in done.log)
+    assert not any(gc.is_tracked(message) for message in done.messages())
 
 
 def test_render_remembers_successes_and_still_refuses_errors() -> None:

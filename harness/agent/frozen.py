@@ -216,6 +216,7 @@ _kinds: dict[type, int] = {}
 
 
 _ATOM_TYPES = frozenset({str, int, float, bool, type(None), bytes, type(msgspec.UNSET)})
+_KEPT_TYPES = _ATOM_TYPES | {FrozenDict}  # what _freeze returns as it is, whatever it holds
 
 
 def _kind(kind: type) -> int:
@@ -265,8 +266,8 @@ def _freeze(value: Any) -> Any:
     if kind == _REMEMBERED and value in _known.structs:
         return value
     fields = _fields_of(value)
-    if kind != _STRUCT and set(map(type, fields)) <= _ATOM_TYPES:
-        return value  # a frozen Struct of leaves (most log events): nothing to walk
+    if kind != _STRUCT and set(map(type, fields)) <= _KEPT_TYPES:
+        return value  # a frozen Struct of leaves and frozen mappings: nothing to walk
     changes = None
     for field, current in zip(value.__struct_fields__, fields, strict=True):
         frozen = _freeze(current)
@@ -292,11 +293,13 @@ def is_deep_frozen(value: Any) -> bool:
     )
     if remembered and value in _known:
         return True
-    for item in (
+    items = (
         value.values() if kind == _FROZEN_DICT else (value if kind == _TUPLE else _fields_of(value))
-    ):
-        if not is_deep_frozen(item):
-            return False
+    )
+    if not set(map(type, items)) <= _ATOM_TYPES:  # else leaves only: frozen, nothing to walk
+        for item in items:
+            if not is_deep_frozen(item):
+                return False
     if remembered:
         _known.add(value)
     return True

@@ -28,17 +28,17 @@ from harness.agent.tools import ToolSchema
 # -- messages -----------------------------------------------------------------------------------
 
 
-class TextBlock(msgspec.Struct, frozen=True, tag="text", tag_field="type"):
+class TextBlock(msgspec.Struct, frozen=True, gc=False, tag="text", tag_field="type"):
     text: str
 
 
-class ToolUseBlock(msgspec.Struct, frozen=True, tag="tool_use", tag_field="type"):
+class ToolUseBlock(msgspec.Struct, frozen=True, gc=False, tag="tool_use", tag_field="type"):
     id: str
     name: str
     input: dict[str, Any]
 
 
-class ToolResultBlock(msgspec.Struct, frozen=True, tag="tool_result", tag_field="type"):
+class ToolResultBlock(msgspec.Struct, frozen=True, gc=False, tag="tool_result", tag_field="type"):
     tool_use_id: str
     content: str
     is_error: bool = False
@@ -47,7 +47,7 @@ class ToolResultBlock(msgspec.Struct, frozen=True, tag="tool_result", tag_field=
 Block = TextBlock | ToolUseBlock | ToolResultBlock
 
 
-class Message(msgspec.Struct, frozen=True):
+class Message(msgspec.Struct, frozen=True, gc=False):
     role: Literal["user", "assistant"]
     content: tuple[Block, ...]
 

@@ -14,7 +14,13 @@ from typing import Any, Literal, Protocol
 import msgspec
 
 from harness.agent.context import Context
-from harness.agent.frozen import FrozenError, deep_freeze, is_deep_frozen
+from harness.agent.frozen import (
+    FrozenError,
+    deep_freeze,
+    is_deep_frozen,
+    is_known_frozen,
+    remember_frozen,
+)
 from harness.agent.session import (
     Block,
     Conversation,
@@ -74,6 +80,14 @@ class Request(RequestFields, frozen=True, kw_only=True, omit_defaults=True, weak
         )
         # Built from a canonical header and the session's messages, it usually is deep-frozen
         # already: then it is its own frozen copy, and checking it now remembers it as checked.
+        # A header known deep-frozen has deep-frozen fields, so only the rest needs a look.
+        if (
+            is_known_frozen(header)
+            and type(session_id) is str
+            and (is_known_frozen(messages) or is_deep_frozen(messages))
+        ):
+            remember_frozen(request)
+            return request
         return request if is_deep_frozen(request) else deep_freeze(request)
 
     @property
@@ -120,7 +134,7 @@ class Adapter(Protocol):
     def stream(self, request: Request) -> AsyncIterator[StreamEvent]: ...
 
 
-class Reply(msgspec.Struct, frozen=True):
+class Reply(msgspec.Struct, frozen=True, gc=False):
     content: tuple[Block, ...]
     stop_reason: StopReason
 
@@ -171,13 +185,15 @@ class LlmRuntime:
 # -- the scripted adapter -----------------------------------------------------------------------
 
 
-class ScriptedToolCall(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+class ScriptedToolCall(msgspec.Struct, frozen=True, forbid_unknown_fields=True, gc=False):
     id: str
     name: str
     input: dict[str, Any] = {}
 
 
-class ScriptedReply(msgspec.Struct, frozen=True, omit_defaults=True, forbid_unknown_fields=True):
+class ScriptedReply(
+    msgspec.Struct, frozen=True, omit_defaults=True, forbid_unknown_fields=True, gc=False
+):
     """One recorded answer: text, tool calls, or a provider error."""
 
     text: str = ""

@@ -36,7 +36,7 @@ SESSION_EVENT = "session/event"
 # -- events -------------------------------------------------------------------------------------
 
 
-class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
+class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", gc=False):
     time: str = ""
 
 
@@ -169,10 +169,13 @@ class LogFold:
         self.size = 0  # events folded
         self.header: Header | None = None
         self._counts: dict[type[Any], int] = {}
+        # kind -> the fed types when last asked, and those of them that are `kind`
+        self._matching: dict[type[Any], tuple[tuple[type[Any], ...], list[type[Any]]]] = {}
         self._committed: list[Message] = []  # append-only: Conversations share it
         self._thawed = False  # a committed message is not deep-frozen (it holds a set, say)
         self._results: list[Block] = []  # tool results not yet in a committed message
         self._pending: Message | None = None  # the message of _results, once built
+        self._pending_frozen = True  # whether _pending is deep-frozen
         self._messages: tuple[Message, ...] | None = ()
         self._conversation: Conversation | None = None
 
@@ -195,16 +198,18 @@ class LogFold:
             elif isinstance(event, RequestHeader):
                 self.header = event.header
 
-    def _commit(self, message: Message) -> None:
-        message = deep_freeze(message)
-        if not self._thawed and not is_deep_frozen(message):
-            self._thawed = True
+    def _commit(self, message: Message, frozen: bool | None = None) -> None:
+        if frozen is None:
+            message, frozen = _frozen_copy(message)
+        self._thawed = self._thawed or not frozen
         self._committed.append(message)
         self._messages = self._conversation = None
 
     def _pending_message(self) -> Message | None:
         if self._results and self._pending is None:
-            self._pending = deep_freeze(Message("user", tuple(self._results)))
+            self._pending, self._pending_frozen = _frozen_copy(
+                Message("user", tuple(self._results))
+            )
         return self._pending
 
     def _commit_results(self) -> None:
@@ -213,10 +218,10 @@ class LogFold:
             assert message is not None
             self._results.clear()
             self._pending = None
-            self._commit(message)  # the very message a request may already hold
+            self._commit(message, self._pending_frozen)  # the very message a request may hold
 
     def _frozen(self, pending: Message | None) -> bool:
-        return not self._thawed and (pending is None or is_deep_frozen(pending))
+        return not self._thawed and (pending is None or self._pending_frozen)
 
     def messages(self) -> tuple[Message, ...]:
         """`derive_messages` of the events fed so far; the same object until a message changes."""
@@ -254,7 +259,14 @@ class LogFold:
 
     def count(self, kind: type[Any]) -> int:
         """How many events fed so far are instances of `kind`."""
-        return sum(n for t, n in self._counts.items() if issubclass(t, kind))
+        matching = self._matching.get(kind)
+        if matching is None or len(matching[0]) != len(self._counts):
+            # The event types fed so far that are `kind` (subclasses included), remembered
+            # until a new type is fed.
+            types = tuple(self._counts)
+            matching = self._matching[kind] = (types, [t for t in types if issubclass(t, kind)])
+        counts = self._counts
+        return sum([counts[t] for t in matching[1]])
 
 
 class Session:
@@ -327,6 +339,15 @@ class Session:
     def count(self, kind: type[Any]) -> int:
         """How many events of the log are instances of `kind`."""
         return self.fold().count(kind)
+
+
+def _frozen_copy(message: Message) -> tuple[Message, bool]:
+    """`deep_freeze(message)` and whether that is deep-frozen, walking it once when it is
+    (a deep-frozen value is its own frozen copy)."""
+    if is_deep_frozen(message):
+        return message, True
+    message = deep_freeze(message)
+    return message, is_deep_frozen(message)
 
 
 def fold_header(log: Iterable[LogEvent]) -> Header | None:

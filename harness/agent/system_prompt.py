@@ -205,20 +205,23 @@ def render_prompt(assembly: PromptAssembly) -> str:
         rendered = _rendered.get(key)
     except (TypeError, AttributeError):  # unhashable or odd parts: render (and fail) as before
         key, rendered = None, None
-    if rendered is not None:
-        return rendered
+    if rendered is None:
+        rendered = _render(assembly)
+        if key is not None:
+            if len(_rendered) >= _RENDERED_SLOTS:
+                _rendered.clear()
+            _rendered[key] = rendered
+    if read_only:
+        _last_read_only = (items_of(sections), dict(variables), rendered)
+    return rendered
+
+
+def _render(assembly: PromptAssembly) -> str:
     parts = [
         interpolate(section.text, assembly.variables, f'section "{section.name}"')
         for section in assembly.sections
     ]
-    rendered = "\n\n".join(part for part in parts if part.strip())
-    if key is not None:
-        if len(_rendered) >= _RENDERED_SLOTS:
-            _rendered.clear()
-        _rendered[key] = rendered
-    if read_only:
-        _last_read_only = (items_of(sections), dict(variables), rendered)
-    return rendered
+    return "\n\n".join(part for part in parts if part.strip())
 
 
 _RENDERED_SLOTS = 64
