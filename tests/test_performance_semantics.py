@@ -741,7 +741,9 @@ def test_a_longer_session_leaves_no_more_cyclic_garbage_and_its_values_are_untra
 
         return run(main())
 
-    assert cyclic_garbage(lambda: session(2)) == cyclic_garbage(lambda: session(8))
+    # Ten more turns (twenty more steps) leave next to nothing more (a cache entry or two):
+    # a cycle per step would leave at least three objects a step.
+    assert cyclic_garbage(lambda: session(12)) - cyclic_garbage(lambda: session(2)) < 10
     done = session(2)
     assert not any(gc.is_tracked(event) for event in done.log)
     assert not any(gc.is_tracked(message) for message in done.messages())
