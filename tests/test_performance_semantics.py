@@ -558,6 +558,9 @@ prompt_changes = st.one_of(
     st.tuples(st.just("dispose"), st.integers(0, 5)),
     st.tuples(st.just("same tuple"), st.none()),
     st.tuples(st.just("new tuple"), st.sampled_from(["a", "d", ""])),
+    st.tuples(st.just("new frozen tuple"), st.sampled_from(["a", "g", ""])),
+    st.tuples(st.just("async provider"), st.none()),
+    st.tuples(st.just("edit tuple member"), st.integers(0, 3)),
     st.tuples(st.just("edit mutable"), st.integers(0, 3)),
     st.tuples(st.just("variable"), st.sampled_from(["/w", "/v", None])),
     st.tuples(st.just("section"), st.sampled_from([0, 100, 2000])),
@@ -568,6 +571,15 @@ prompt_changes = st.one_of(
     st.tuples(st.just("listener"), st.none()),
     st.tuples(st.just("second prompt"), st.none()),
 )
+
+
+def awaiting(tools: tuple[ToolSchema, ...]) -> Any:
+    """An async tool provider returning `tools`."""
+
+    async def provide() -> tuple[ToolSchema, ...]:
+        return tools
+
+    return provide
 
 
 def reference_assembly(prompt: SystemPrompt) -> tuple[bytes, str | None]:
@@ -587,18 +599,33 @@ def reference_assembly(prompt: SystemPrompt) -> tuple[bytes, str | None]:
 
 
 @settings(SETTINGS, max_examples=200)
-@given(changes=st.lists(prompt_changes, max_size=12))
-@example(changes=[("tool order", [TOOL_ORDER_REST, "a"]), ("tool order", None)])
-@example(changes=[("tool order", ["a", "ghost", TOOL_ORDER_REST])])
-@example(changes=[("register", "b"), ("dispose", 0), ("register", "")])
-@example(changes=[("new tuple", "d"), ("same tuple", None), ("new tuple", "")])
-@example(changes=[("edit mutable", 1), ("variable", "/w"), ("edit mutable", 2)])
-@example(changes=[("variable", "/w"), ("section", 0), ("drop section", None), ("variable", None)])
-@example(changes=[("complete", None), ("complete", None), ("drop section", None)])
-@example(changes=[("variable", "/w"), ("section", 0), ("replace section", 2000)])
-@example(changes=[("variable", "/w"), ("listener", None), ("second prompt", None)])
+@given(changes=st.lists(prompt_changes, max_size=12), with_list=st.booleans())
+@example(changes=[("tool order", [TOOL_ORDER_REST, "a"]), ("tool order", None)], with_list=False)
+@example(changes=[("tool order", ["a", "ghost", TOOL_ORDER_REST])], with_list=True)
+@example(changes=[("register", "b"), ("dispose", 0), ("register", "")], with_list=True)
+@example(changes=[("new tuple", "d"), ("same tuple", None), ("new tuple", "")], with_list=True)
+@example(changes=[("edit mutable", 1), ("variable", "/w"), ("edit mutable", 2)], with_list=True)
+@example(
+    changes=[("variable", "/w"), ("section", 0), ("drop section", None), ("variable", None)],
+    with_list=True,
+)
+@example(changes=[("complete", None), ("complete", None), ("drop section", None)], with_list=True)
+@example(changes=[("variable", "/w"), ("section", 0), ("replace section", 2000)], with_list=True)
+@example(
+    changes=[("new frozen tuple", "g"), ("same tuple", None), ("register", "b"), ("dispose", 0)],
+    with_list=False,
+)
+@example(
+    changes=[("async provider", None), ("new frozen tuple", "a"), ("async provider", None)],
+    with_list=False,
+)
+@example(changes=[("variable", "/w"), ("listener", None), ("second prompt", None)], with_list=True)
+@example(
+    changes=[("new tuple", "d"), ("edit tuple member", 1), ("edit tuple member", 2)],
+    with_list=False,
+)
 def test_a_read_only_assembly_is_assembling_from_scratch(
-    changes: list[tuple[str, Any]],
+    changes: list[tuple[str, Any]], with_list: bool
 ) -> None:
     ctx = Context()
     runtime = ToolRuntime()
@@ -608,7 +635,8 @@ def test_a_read_only_assembly_is_assembling_from_scratch(
     own = [(deep_freeze(ToolSchema("e", "", {"type": "object"})),)]
     prompt.add_tool_provider(lambda: own[0])
     mutable = [ToolSchema("m", "", {"type": "object", "properties": {}})]
-    prompt.add_tool_provider(lambda: mutable)
+    if with_list:  # a provider returning a list: never proven unchanged by identity alone
+        prompt.add_tool_provider(lambda: mutable)
     disposers: list[Any] = []
     removers: list[Any] = []
     for action, value in [("register", "a"), *changes]:
@@ -617,9 +645,17 @@ def test_a_read_only_assembly_is_assembling_from_scratch(
         elif action == "dispose" and disposers:
             disposers.pop(value % len(disposers))()
         elif action == "same tuple":
-            own[0] = tuple(own[0])  # the same objects in a new tuple
+            own[0] = (*own[0],)  # the same objects in a new tuple
         elif action == "new tuple":
             own[0] = (*own[0], ToolSchema(value, "x", {"type": "object"}))
+        elif action == "new frozen tuple":
+            own[0] = (*own[0], deep_freeze(ToolSchema(value, "f", {"type": "object"})))
+        elif action == "edit tuple member":  # a tuple is immutable, its schemas' dicts are not
+            editable = [t for t in own[0] if not is_deep_frozen(t)]
+            if editable:
+                editable[-1].parameters[f"x{value}"] = value
+        elif action == "async provider":
+            prompt.add_tool_provider(awaiting(own[0]))
         elif action == "edit mutable":
             mutable[0].parameters["properties"][f"p{value}"] = {}
         elif action == "variable":

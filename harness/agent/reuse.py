@@ -22,7 +22,7 @@ from typing import Any, NamedTuple, cast
 
 import msgspec
 
-from harness.agent.frozen import is_known_frozen
+from harness.agent.frozen import FrozenList, is_known_frozen
 from harness.agent.tools import ToolSchema
 
 Provider = Callable[[], Any]
@@ -89,6 +89,11 @@ class AssemblyMemory:
             (),
         )
         self.last_sections: tuple[tuple[Any, ...], tuple[Any, ...]] = ((), ())
+        # providers, the tuples they returned, the tool order, and the tools in order
+        self.last_collection: (
+            tuple[tuple[Provider, ...], tuple[Any, ...], Any, tuple[ToolSchema, ...]] | None
+        ) = None
+        self.lists: dict[int, FrozenList] = {}  # id(tuple) -> its FrozenList (which holds it)
         self.last_checked: tuple[tuple[Any, ...], tuple[Any, ...]] | None = None
 
     def shared_copies(
@@ -164,6 +169,53 @@ class AssemblyMemory:
         ordered = self.in_order([tool for part in parts for tool in part], tool_order, order_tools)
         self.last_parts = (tuple(parts), tool_order, ordered)
         return ordered
+
+    def collected(
+        self, providers: list[Provider], results: list[Any], tool_order: Any
+    ) -> tuple[ToolSchema, ...] | None:
+        """The ordered tools of the last collection, when these very providers returned these
+        very tuples under this tool order (see `remember_collection`); else None."""
+        last = self.last_collection
+        if (
+            last is not None
+            and last[2] is tool_order
+            and same_items(last[0], providers)
+            and same_items(last[1], results)
+        ):
+            return last[3]
+        return None
+
+    def remember_collection(
+        self,
+        providers: list[Provider],
+        results: list[Any],
+        tool_order: Any,
+        ordered: tuple[ToolSchema, ...],
+    ) -> None:
+        """Remember a collection only when identity can prove it unchanged next time: every
+        provider returned a tuple, and every schema in it was deep-frozen."""
+        provided = self.provided
+        if len(results) == len(providers) and all(
+            type(result) is tuple
+            and (last := provided.get(id(provider))) is not None
+            and last.provider is provider
+            and last.sources is result
+            and last.frozen
+            for provider, result in zip(providers, results, strict=True)
+        ):
+            self.last_collection = (tuple(providers), tuple(results), tool_order, ordered)
+        else:
+            self.last_collection = None
+
+    def frozen_list(self, items: tuple[Any, ...]) -> FrozenList:
+        """`FrozenList(items)`, one per tuple: immutable, so handed out again while the same
+        tuple comes in."""
+        made = self.lists.get(id(items))
+        if made is None or made.items is not items:
+            if len(self.lists) >= 8:
+                self.lists.clear()
+            made = self.lists[id(items)] = FrozenList(items)
+        return made
 
     def sections(
         self, sections: list[Any], arrange: Callable[[list[Any]], list[Any]]

@@ -335,9 +335,7 @@ class SystemPrompt:
         """
         sections = self._arranged()
         chain = self.ctx.listeners(ASSEMBLE_EVENT)
-        unobserved = bool(chain) and all(
-            listener is SystemPrompt._invariant_listener for listener in chain
-        )
+        unobserved = bool(chain) and chain.count(SystemPrompt._invariant_listener) == len(chain)
         if not (read_only and unobserved):
             tools = self._in_order(await self._collect(ToolSchema.copy_of))
             assembly = PromptAssembly(list(sections), list(tools), dict(self.variables))
@@ -347,7 +345,10 @@ class SystemPrompt:
                 return result
         else:
             tools = await self._shared_in_order()
-            assembly = PromptAssembly(FrozenList(sections), FrozenList(tools), dict(self.variables))
+            memory = self._memory
+            assembly = PromptAssembly(
+                memory.frozen_list(sections), memory.frozen_list(tools), dict(self.variables)
+            )
         if not self._memory.checked(sections, tools):
             check_assembly(assembly)  # what the invariant listener, the whole chain, does
             self._memory.passed(sections, tools)
@@ -355,12 +356,29 @@ class SystemPrompt:
 
     async def _shared_in_order(self) -> tuple[ToolSchema, ...]:
         """Every provider's tools as shared frozen copies (`ToolSchema.frozen_copy_of`), in
-        their order; last time's tuple itself while every provider hands back the same."""
+        their order; last time's tuple itself while every provider hands back the same.
+
+        Providers are called in registration order, each awaited before the next is called.
+        While every one returns a tuple (immutable), the very tuples it returned last time, of
+        schemas that were deep-frozen then, nothing can have changed: one identity check.
+        """
         memory = self._memory
+        tool_order = self.config.tool_order
+        providers = list(self._providers)
+        results: list[Any] = []
+        for provider in providers:
+            result = provider()
+            results.append(result)
+            if type(result) is not tuple:
+                break
+        else:
+            ordered = memory.collected(providers, results, tool_order)
+            if ordered is not None:
+                return ordered
         seen = memory.provided
         parts = []
-        for provider in list(self._providers):
-            provided = provider()
+        for index, provider in enumerate(providers):
+            provided = results[index] if index < len(results) else provider()
             if type(provided) not in _PLAIN and inspect.isawaitable(provided):
                 provided = await provided
             last = seen.get(id(provider))
@@ -370,10 +388,12 @@ class SystemPrompt:
                 and last.frozen
                 and last.provider is provider
             ):
-                parts.append(last.copies)  # shared_copies' first case, inline: the hot path
+                parts.append(last.copies)  # shared_copies' first case, inline
             else:
                 parts.append(memory.shared_copies(provider, cast("ProvidedTools", provided)))
-        return memory.ordered_parts(parts, self.config.tool_order, order_tools)
+        ordered = memory.ordered_parts(parts, tool_order, order_tools)
+        memory.remember_collection(providers, results, tool_order, ordered)
+        return ordered
 
 
 def _arrange(sections: list[Section]) -> list[Section]:
