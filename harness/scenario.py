@@ -307,15 +307,15 @@ class Run:
 def _rebuild_listener(
     ctx: Context, mismatches: list[RebuildMismatch]
 ) -> Callable[[Request, Callable[[], Awaitable[Request]]], Awaitable[Request]]:
+    # A service is provided once and never replaced: look them up once, not at every step.
+    session, prompt, llm = ctx.get(Session), ctx.get(SystemPrompt), ctx.get(LlmRuntime)
+
     async def rebuild(request: Request, next_: Callable[[], Awaitable[Request]]) -> Request:
         result = await next_()
-        session = ctx.get(Session)
         # Every listener runs again (read_only only lets an assembly no listener sees share
         # frozen tool copies); a listener with hidden state assembles other tools here.
-        assembly = await ctx.get(SystemPrompt).assemble(read_only=True)
-        rebuilt = canonical_header(
-            ctx.get(LlmRuntime).config, render_prompt(assembly), assembly.tools
-        )
+        assembly = await prompt.assemble(read_only=True)
+        rebuilt = canonical_header(llm.config, render_prompt(assembly), assembly.tools)
         logged = session.header()
         if logged is not None and not header_equals(logged, rebuilt):
             mismatches.append(RebuildMismatch(session.count(StepStart), logged, rebuilt))

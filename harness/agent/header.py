@@ -187,25 +187,25 @@ class _Headers:
     RECENT = 8
 
     def __init__(self) -> None:
-        self.recent: list[Header] = []
+        self.recent: list[tuple[Header, bytes]] = []  # and the encoding of its config
         self.checked = WeakIdentitySet()
 
     def find(self, config: LlmConfig, system: str, tools: tuple[ToolSchema, ...]) -> Header | None:
         if type(system) is not str or type(config) is not LlmConfig:
             return None
         config_bytes: bytes | None = None
-        for header in self.recent:
+        for header, held_config in self.recent:
             if isinstance(header.system, str):
                 if header.system is not system and header.system != system:
                     continue
             elif system:
                 continue
-            if not _same_objects(header.tools, tools):
+            if header.tools is not tools and not _same_objects(header.tools, tools):
                 continue
             if header.config is not config:
                 if config_bytes is None:
                     config_bytes = _encode(config)
-                if _encode(header.config) != config_bytes:
+                if held_config != config_bytes:
                     continue
             return header
         return None
@@ -224,7 +224,7 @@ class _Headers:
         except Exception:  # not encodable: comparisons must keep raising as they did
             return
         self.checked.add(header)
-        self.recent.insert(0, header)
+        self.recent.insert(0, (header, _encode(header.config)))
         del self.recent[self.RECENT :]
 
     def is_checked(self, header: Header) -> bool:

@@ -20,7 +20,7 @@ import msgspec
 from harness.agent.context import Context
 from harness.agent.frozen import is_deep_frozen
 from harness.agent.header import messages_json
-from harness.agent.llm import LlmRuntime, Reply, Request
+from harness.agent.llm import LlmRuntime, Request
 from harness.agent.session import (
     AgentError,
     AssistantMessage,
@@ -33,6 +33,7 @@ from harness.agent.session import (
     StepStart,
     ToolCall,
     ToolResult,
+    ToolUseBlock,
     TurnEnd,
     TurnEndReason,
     TurnStart,
@@ -137,7 +138,8 @@ class AgentLoop:
                 self.session.append(
                     AssistantMessage(content=reply.content, stop_reason=reply.stop_reason)
                 )
-                blocked = await self._run_tools(reply)
+                calls = reply.tool_calls
+                blocked = await self._run_tools(calls)
                 self.session.append(StepEnd(step=open_step, reason=reply.stop_reason))
                 open_step = None
                 if blocked:
@@ -146,7 +148,7 @@ class AgentLoop:
                 if reply.stop_reason == "max_tokens":
                     reason = "max-tokens"
                     break
-                if not reply.tool_calls:
+                if not calls:
                     break
             else:
                 raise RuntimeError(f"the turn did not finish within {self.max_steps} steps")
@@ -179,10 +181,10 @@ class AgentLoop:
             self.session.append(RequestHeader(header=header, reason=reason))
             self._logged_header = True
 
-    async def _run_tools(self, reply: Reply) -> bool:
+    async def _run_tools(self, calls: tuple[ToolUseBlock, ...]) -> bool:
         """Run the reply's tool calls in model order; True when a listener blocked one."""
         blocked = False
-        for call in reply.tool_calls:
+        for call in calls:
             self.session.append(ToolCall(id=call.id, name=call.name, input=call.input))
             veto = None if blocked else self.ctx.bail(TOOL_BEFORE_EVENT, call)
             if blocked or veto is not None:
