@@ -42,7 +42,7 @@ def _reset_peak() -> bool:
 def main(argv: list[str]) -> int:
     from bench.contest import Entrant, interleaved, whole
     from bench.floor import floor_check, verify
-    from bench.pipeline import replay_ok
+    from bench.pipeline import replay_ok, steps_of
     from bench.timing import timed
     from harness.fixture import load_fixture
     from harness.pins import load_pin
@@ -59,7 +59,7 @@ def main(argv: list[str]) -> int:
     rss_before = _status_kib("VmRSS")
     reset = _reset_peak()
     start = time.perf_counter()
-    steps = replay_ok(fixture)
+    replay_ok(fixture)
     first_s = time.perf_counter() - start
     peak = _status_kib("VmHWM") if reset else None
     if peak is None:
@@ -81,8 +81,8 @@ def main(argv: list[str]) -> int:
     print(
         json.dumps(
             {
-                "steps": steps,
-                "small_steps": replay_ok(small_fixture),
+                "steps": steps_of(fixture),
+                "small_steps": steps_of(small_fixture),
                 "load_s": load_s,
                 "first_replay_s": first_s,
                 "replay_s": medians["ours"],

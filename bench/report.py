@@ -218,8 +218,8 @@ def other_rows(figures: Figures) -> list[list[str]]:
             [
                 "pytest startup",
                 "a run of 0 tests",
-                f"+{up.added_ms:,.1f} ms with the plugin (median of {up.pairs} pairs)",
-                f"pytest alone {_ms(up.without_s)}",
+                f"+{up.added_ms:,.1f} ms of CPU with the plugin (median of {up.pairs} pairs)",
+                f"pytest with an empty plugin: {_ms(up.without_s)}",
                 "-",
             ]
         )

@@ -1,14 +1,18 @@
 """What the plugin adds to pytest's startup: a run of 0 tests with it, minus one without.
 
-Both runs are the same `python -m pytest` in an empty project (a `pytest.ini` and nothing to
-collect), with plugin autoloading off so that only pytest itself and, in one of them, the
-harness plugin (`-p harness.plugin`) load: the difference is the plugin's own cost, imports it
-shares with other plugins included (an upper bound). The runs alternate in pairs, which run in
-either order, and the figure is the median of the per-pair differences in the child's CPU time
-(user + system): on a shared machine wall time mostly measures the neighbours.
+Both runs are the same pytest session in a fresh interpreter, in an empty project (a
+`pytest.ini` and nothing to collect), with plugin autoloading off and one plugin named with `-p`:
+the harness plugin in one run, an empty module (`bench.empty_plugin`) in the other, so that both
+pay pytest's own cost of looking a `-p` name up among the installed entry points. The difference
+is the plugin's own cost (imports it would share with other plugins included: an upper bound).
 
-Python caches compiled modules (and pytest its assertion-rewritten ones) as usual: a warm-up
-run of each kind fills the caches first. `PYTHONDONTWRITEBYTECODE` is removed from the runs'
+Each run reports its CPU time from `import pytest` to the end of `pytest.main` (the interpreter's
+own start is the same in both and only adds noise); the runs alternate in pairs, in either order,
+and the figure is the median of the per-pair differences. On a shared machine wall time mostly
+measures the neighbours.
+
+Python caches compiled modules (and pytest its assertion-rewritten ones) as usual: a warm-up run
+of each kind fills the caches first. `PYTHONDONTWRITEBYTECODE` is removed from the runs'
 environment: with it set, every run recompiles every module it imports (pytest rewrites the
 plugin's modules again each time), which measures the compiler, not the plugin.
 """
@@ -23,6 +27,18 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parent.parent
+PLUGIN = "harness.plugin"
+EMPTY = "bench.empty_plugin"
+_RUN = """
+import contextlib, io, sys, time
+start = time.process_time()
+import pytest
+with contextlib.redirect_stdout(io.StringIO()):
+    code = pytest.main(["-q", "-p", "no:cacheprovider", "-p", sys.argv[1]])
+print(int(code), time.process_time() - start)
+"""
+
 
 @dataclass(frozen=True)
 class StartupFigure:
@@ -36,34 +52,39 @@ class StartupFigure:
         return self.added_s * 1000
 
 
-def _run(folder: Path, plugin: bool) -> float:
-    """The CPU seconds of one pytest run in `folder`."""
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
-    if plugin:
-        command += ["-p", "harness.plugin"]
-    env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+def _run(folder: Path, plugin: str) -> float:
+    """The CPU seconds of one pytest session in `folder` with `plugin` loaded."""
+    env = {
+        **os.environ,
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+        "PYTHONPATH": os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH")))),
+    }
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    with tempfile.TemporaryFile() as output:
-        child = subprocess.Popen(command, cwd=folder, env=env, stdout=output, stderr=output)
-        _, status, usage = os.wait4(child.pid, 0)
-        child.returncode = os.waitstatus_to_exitcode(status)
-        if child.returncode not in (0, 5):  # 5: no tests collected
-            output.seek(0)
-            raise RuntimeError(f"pytest failed to start:\n{output.read().decode()[-2000:]}")
-    return usage.ru_utime + usage.ru_stime
+    done = subprocess.run(
+        [sys.executable, "-c", _RUN, plugin],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    fields = done.stdout.split()
+    if done.returncode != 0 or len(fields) != 2 or fields[0] not in ("0", "5"):  # 5: no tests
+        raise RuntimeError(f"pytest failed to start:\n{(done.stdout + done.stderr)[-2000:]}")
+    return float(fields[1])
 
 
 def measure(pairs: int) -> StartupFigure:
     with tempfile.TemporaryDirectory(prefix="harness-startup-") as name:
         folder = Path(name)
         (folder / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
-        _run(folder, True)  # warm the file cache and pytest's rewritten-module cache
-        _run(folder, False)
+        _run(folder, PLUGIN)  # warm the bytecode and the rewritten-module caches
+        _run(folder, EMPTY)
         withs, withouts, added = [], [], []
         for number in range(pairs):
             first = number % 2 == 0
-            a = _run(folder, first)
-            b = _run(folder, not first)
+            a = _run(folder, PLUGIN if first else EMPTY)
+            b = _run(folder, EMPTY if first else PLUGIN)
             with_s, without_s = (a, b) if first else (b, a)
             withs.append(with_s)
             withouts.append(without_s)
