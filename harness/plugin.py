@@ -34,6 +34,8 @@ from harness.ci import (
 )
 from harness.errors import FixtureError, HarnessError
 from harness.pytest_api import (
+    DEFAULT_SHUFFLE,
+    PROP_CHAIN,
     PROP_DRIFT,
     PROP_MOVES,
     PROP_USED,
@@ -42,10 +44,21 @@ from harness.pytest_api import (
     RegistrationShuffle,
     Settings,
     moves_header_reason,
-    queue_drift,
-    queue_write,
     report_drift,
     settings_from,
+)
+from harness.pytest_capture import (
+    MARKER,
+    drift_first,
+    finish,
+    gate,
+    moves_line,
+    session_for,
+    summary_lines,
+    take_chain,
+)
+from harness.pytest_capture import (
+    SESSION as CAPTURE_SESSION,
 )
 
 __all__ = ["AgentHarness", "RegistrationShuffle", "Settings", "moves_header_reason"]
@@ -86,7 +99,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "[ini: harness_fixtures]",
     )
     parser.addini("harness_mode", "default --harness-mode", default="check")
-    parser.addini("harness_shuffle", "default --harness-shuffle", default="8")
+    parser.addini("harness_shuffle", "default --harness-shuffle", default=str(DEFAULT_SHUFFLE))
     parser.addini("harness_seed", "default --harness-seed", default="")
     parser.addini("harness_fixtures", "default --harness-fixtures", default="fixtures")
     parser.addini(
@@ -108,6 +121,12 @@ def pytest_configure(config: pytest.Config) -> None:
         "moves_header(reason): this test's request header is expected to change; the reason is "
         "mandatory and every use is listed in the header drift summary",
     )
+    config.addinivalue_line(
+        "markers",
+        "header_capture(**config): every httpx/httpx2 client this test uses sends provider "
+        "requests through its capture session (its cassette); keyword arguments override "
+        "harness_capture_config for this test",
+    )
     settings = settings_from(config)
     config.stash[SETTINGS] = settings
     if not hasattr(config, "workerinput"):
@@ -125,12 +144,18 @@ class _XdistHooks:
         node.workerinput["harness_seed_source"] = settings.seed_source
 
 
-def pytest_report_header(config: pytest.Config) -> str:
+def pytest_report_header(config: pytest.Config) -> list[str]:
     s = config.stash[SETTINGS]
-    return (
+    lines = [
         f"harness: mode {s.mode}, {s.shuffle} registration orders per scenario, "
         f"seed {s.seed} (from {s.seed_source}), fixtures {s.fixtures}"
-    )
+    ]
+    if s.shuffle < 3:
+        lines.append(
+            f"harness: --harness-shuffle={s.shuffle} skips the forward and reversed runs that"
+            " make a race's detection certain: races are caught by luck"
+        )
+    return lines
 
 
 # -- the marker ----------------------------------------------------------------------------------
@@ -175,6 +200,8 @@ class _Controller:
                 settings.used.add(value)
             elif key == PROP_MOVES:
                 settings.moves.append((report.nodeid, value))
+            elif key == PROP_CHAIN:
+                take_chain(settings, report.nodeid, value)
 
     def pytest_deselected(self, items: Sequence[pytest.Item]) -> None:
         self.settings.deselected += len(items)
@@ -249,7 +276,20 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report = yield
     if report.when == "call":
         item.stash[_CALL_FAILED] = report.failed
+        if report.failed and call.excinfo is not None and not item.config.option.fulltrace:
+            text = drift_first(call.excinfo)  # the report before the SDK's stack frames
+            if text is not None:
+                report.longrepr = text
     return report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Any:
+    result = yield  # a test that failed has failed already: no gate on top
+    session = item.stash.get(CAPTURE_SESSION, None)
+    if session is not None:
+        gate(item, session, item.config.stash[SETTINGS])
+    return result
 
 
 @pytest.fixture
@@ -262,40 +302,44 @@ def harness_upstream() -> Any:
 
 
 @pytest.fixture
-def header_capture(request: pytest.FixtureRequest, harness_upstream: Any) -> Iterator[Any]:
-    """A capture session for SDK clients: replays the test's cassette, or records it."""
-    from harness.capture import CaptureSession, cassette_path_for
+def harness_capture_config() -> Any:
+    """The project's capture settings, like pytest-recording's `vcr_config`: override it in a
+    conftest to return a dict (see `harness.capture.CaptureConfig` for the keys)."""
+    return {}
 
+
+@pytest.fixture
+def header_capture(
+    request: pytest.FixtureRequest, harness_upstream: Any, harness_capture_config: Any
+) -> Iterator[Any]:
+    """A capture session for SDK clients: replays the test's cassette, or records it.
+
+    Every captured test is gated on the prefix chain: each request must extend the cached
+    prefix of the request it continues, unless the test is marked `moves_header(reason=...)`.
+    """
     settings = request.config.stash[SETTINGS]
     item = request.node
-    try:
-        session = CaptureSession.for_test(
-            cassette_path_for(settings.fixtures / "cassettes", item.nodeid),
-            settings.mode,
-            writes_allowed=writes_allowed(),
-            upstream=harness_upstream,
-            record_hint="record it locally: pytest --harness-mode=update-new-only",
-        )
-    except FixtureError as error:
-        pytest.fail(f"harness: {error}", pytrace=False)
-    session.moves_header = moves_header_reason(item)
-    item.user_properties.append((PROP_USED, str(session.cassette)))
+    session = session_for(item, settings, upstream=harness_upstream, config=harness_capture_config)
     yield session
-    files, breaks = session.finish()  # SecretLeak propagates: the test errors, nothing is written
-    queue_write(item, files)
-    if item.stash.get(_CALL_FAILED, False):
-        return  # the test already failed; a teardown error would only repeat it
-    if session.errors:  # replay errors that the code under test may have swallowed
-        pytest.fail("\n\n".join(map(str, session.errors)), pytrace=False)
-    if breaks and session.moves_header is None:
-        text = "\n\n".join(b.to_text() for b in breaks)
-        queue_drift(item, text.splitlines()[0], text, settings.seed_for(item.nodeid))
-        pytest.fail(text, pytrace=False)
+    finish(item, session, settings, failed=item.stash.get(_CALL_FAILED, False))
+
+
+@pytest.fixture(autouse=True)
+def _harness_intercept(request: pytest.FixtureRequest) -> Iterator[None]:
+    """`@pytest.mark.header_capture`: every client the test uses sends through its session."""
+    if request.node.get_closest_marker(MARKER) is None:
+        yield
+        return
+    session = request.getfixturevalue("header_capture")
+    with session.intercept():
+        yield
 
 
 @pytest.fixture
 def prove_stable(request: pytest.FixtureRequest, header_capture: Any) -> Callable[..., Any]:
-    """`prove_stable(build, units, permutations=None, hash_seeds=None)`, seeded for this test."""
+    """`prove_stable(build, units=None, permutations=None, hash_seeds=None)`, seeded for this
+    test: `build` runs under perturbed asyncio, thread, filesystem and entry-point orders (and
+    the units in new orders, when given); a drift fails the test with its cause."""
     from harness.stability import HeaderDrift, make_prove_stable_fixture
 
     settings = request.config.stash[SETTINGS]
@@ -307,9 +351,9 @@ def prove_stable(request: pytest.FixtureRequest, header_capture: Any) -> Callabl
 
     def prove(
         build: Any,
-        units: Sequence[Any],
+        units: Sequence[Any] | None = None,
         permutations: int | None = None,
-        hash_seeds: Sequence[int] | None = None,
+        hash_seeds: Sequence[int] | int | None = None,
         **options: Any,
     ) -> Any:
         __tracebackhide__ = True
@@ -318,6 +362,11 @@ def prove_stable(request: pytest.FixtureRequest, header_capture: Any) -> Callabl
         except HeaderDrift as drift:
             report_drift(item, drift, seed)
             raise
+        except HarnessError as error:  # a build that returned no header, a bad argument...
+            if isinstance(error, AssertionError):
+                raise
+            notes = "".join(f"\n{note}" for note in getattr(error, "__notes__", ()))
+            pytest.fail(f"harness: {error}{notes}", pytrace=False)
 
     return prove
 
@@ -404,7 +453,9 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if s.moves:
         write(f"{len(s.moves)} test(s) marked moves_header:")
         for nodeid, reason in s.moves:
-            write(f"  {nodeid}: {reason}")
+            write(f"  {moves_line(nodeid, reason, s)}")
+    for line in summary_lines(s):
+        write(line)
     for path in s.written:
         write(f"wrote {path}")
     for problem in s.unwritten:
@@ -439,5 +490,6 @@ def _github(settings: Settings, write: Callable[[str], None]) -> None:
         lines += [f"### `{drift['nodeid']}`", "", drift["markdown"], ""]
     if settings.moves:
         lines += ["", "Tests marked `moves_header`:", ""]
-        lines += [f"- `{nodeid}`: {reason}" for nodeid, reason in settings.moves]
+        lines += [f"- {moves_line(nodeid, reason, settings)}" for nodeid, reason in settings.moves]
+    lines += ["", *summary_lines(settings)] if settings.chain_tests else []
     write_step_summary("\n".join(lines))

@@ -18,6 +18,7 @@ import base64
 import random
 import shlex
 import zlib
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,9 +43,11 @@ PROP_WRITE: Final = "harness_write"
 PROP_DRIFT: Final = "harness_drift"
 PROP_USED: Final = "harness_fixture_used"
 PROP_MOVES: Final = "harness_moves_header"
+PROP_CHAIN: Final = "harness_prefix_chain"  # a captured test's gate: coverage, moves, exemption
 
 
 CACHE_KEY: Final = "harness/seed"
+DEFAULT_SHUFFLE: Final = 8
 
 
 @dataclass
@@ -61,6 +64,11 @@ class Settings:
     written: list[Path] = field(default_factory=list)
     unwritten: list[str] = field(default_factory=list)  # writes the controller could not make
     deselected: int = 0
+    chain_tests: int = 0  # captured tests the prefix-chain gate ran on
+    chain_seen: Counter[str] = field(default_factory=Counter)  # provider requests, by provider
+    chain_judged: Counter[str] = field(default_factory=Counter)  # of those, judged
+    chain_unrecognised: int = 0  # captured requests no provider claimed
+    stale: set[str] = field(default_factory=set)  # moves_header tests whose header did not move
 
     def seed_for(self, nodeid: str) -> int:
         return zlib.crc32(f"{self.seed}:{nodeid}".encode())
@@ -72,6 +80,8 @@ class Settings:
             flags = f"-p no:randomly --harness-seed={self.seed}"
         else:
             flags = f"--harness-seed={self.seed}"
+        if self.shuffle != DEFAULT_SHUFFLE:
+            flags += f" --harness-shuffle={self.shuffle}"
         return f"pytest {shlex.quote(nodeid)} {flags}"
 
 
@@ -302,4 +312,5 @@ class RegistrationShuffle:
 def report_drift(item: pytest.Item, drift: Any, seed: int) -> None:
     """Queue a `HeaderDrift` for the summary: its first line, and its report as Markdown."""
     markdown = drift.report.to_markdown() if drift.report is not None else str(drift)
-    queue_drift(item, str(drift).splitlines()[0], markdown, seed)
+    headline = getattr(drift, "headline", None) or str(drift).splitlines()[0]
+    queue_drift(item, headline, markdown, seed)
