@@ -22,6 +22,7 @@ from bench import (
     ordering,
     overhead,
     peers,
+    perturbation,
     pipeline,
     shuffling,
     startup,
@@ -53,6 +54,8 @@ class Plan:
     overhead_permutations: int
     overhead_rounds: int
     startup_pairs: int  # 0: not measured
+    perturbation_rounds: int = 30  # natural and perturbed start-ups, interleaved; 0: not measured
+    perturbation_plugins: int = 50
     tools: int = transcript.TOOLS
     plugins: int = transcript.PLUGINS
     system_bytes: int = transcript.SYSTEM_BYTES
@@ -84,6 +87,7 @@ QUICK = Plan(
     overhead_permutations=20,
     overhead_rounds=3,
     startup_pairs=5,
+    perturbation_rounds=10,
     format_repeats=2,
 )
 
@@ -182,6 +186,10 @@ def run(plan: Plan, root: Path, command: str) -> Figures:
     cost = overhead.measure(
         shuffle_fixture.scenario, plan.overhead_permutations, plan.overhead_rounds
     )
+    shaken = None
+    if plan.perturbation_rounds:
+        _say(f"the perturbation's cost: {plan.perturbation_rounds} rounds of an agent's start-up")
+        shaken = perturbation.measure(plan.perturbation_plugins, plan.perturbation_rounds)
     started = None
     if plan.startup_pairs:
         _say(f"pytest startup: {plan.startup_pairs} pairs of runs")
@@ -198,6 +206,7 @@ def run(plan: Plan, root: Path, command: str) -> Figures:
         shuffles=shuffles,
         overhead=cost,
         startup=started,
+        perturbation=shaken,
     )
 
 

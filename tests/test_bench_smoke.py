@@ -38,6 +38,8 @@ TOY = Plan(
     overhead_permutations=3,
     overhead_rounds=1,
     startup_pairs=1,
+    perturbation_rounds=1,
+    perturbation_plugins=4,
     tools=10,
     plugins=5,
     system_bytes=2_000,
@@ -49,6 +51,7 @@ ISSUE_KEYS = (
     "per_step_growth_1k_to_10k",
     "prove_stable_overhead_ms_per_permutation",
     "pytest_startup_added_ms",
+    "perturbation_overhead_ratio",
 )
 
 
@@ -75,6 +78,8 @@ def test_every_contender_runs_on_every_transcript(figures) -> None:  # type: ign
     ]
     assert figures.overhead is not None and figures.overhead.tools == 10
     assert figures.startup is not None and figures.startup.pairs == 1
+    assert figures.perturbation is not None and figures.perturbation.plugins == 4
+    assert figures.perturbation.natural_ms > 0 and figures.perturbation.perturbed_ms > 0
 
 
 def test_the_json_has_the_issue_keys(figures) -> None:  # type: ignore[no-untyped-def]
@@ -85,6 +90,8 @@ def test_the_json_has_the_issue_keys(figures) -> None:  # type: ignore[no-untype
     size = figures.sizes[0]
     assert data["ratio_vs_strongest_peer"]["3"] == size.strongest.seconds / size.ours.total_s
     assert data["ratio_vs_floor_10k"] == figures.big.replay_s / figures.big.floor_s
+    shaken = figures.perturbation
+    assert data["perturbation_overhead_ratio"] == shaken.perturbed_ms / shaken.natural_ms
     assert all(isinstance(data[key], float) for key in ISSUE_KEYS[1:])
 
 
