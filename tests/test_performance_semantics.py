@@ -21,6 +21,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from harness import files
 from harness.agent import (
     Context,
     FrozenDict,
@@ -71,7 +72,8 @@ from harness.agent.system_prompt import (
     order_tools,
     render_prompt,
 )
-from harness.fixture import MessagesDigest, RecordedRequest, find_fixtures, load_fixture
+from harness.errors import FixtureError
+from harness.fixture import LogFile, MessagesDigest, RecordedRequest, find_fixtures, load_fixture
 from harness.scenario import run_sync
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -1014,3 +1016,60 @@ def test_comparing_shuffled_runs_is_comparing_their_bytes(folder: Path) -> None:
     runs = [one(schedule) for schedule in schedules(names, 6, seed=3)]
     for other in runs:
         assert _same_bytes(runs[0], other) == (fingerprint(runs[0]) == fingerprint(other))
+
+
+# -- loading: one typed decode for what the harness wrote ----------------------------------------
+
+
+def _decoded_or_error(data: bytes) -> Any:
+    try:
+        return files.decode(data, LogFile, "log.json")
+    except FixtureError as error:
+        return f"FixtureError: {error}"
+
+
+_WRITTEN = files.encode(LogFile(scenario="s", registration_order=("a",)))
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        _WRITTEN,
+        _WRITTEN.replace(b'"scenario": "s"', b'"scenario": "s",\n  "format": 2'),  # last counts
+        _WRITTEN.replace(b'"scenario": "s"', b'"scenario": "s",\n  "kind": "harness/answers"'),
+        _WRITTEN.replace(b'"scenario": "s"', b'"scenario": "s",\n  "extra": 1'),
+        _WRITTEN.replace(b'"scenario": "s"', b'"scenario": 3'),
+        _WRITTEN[:-8],  # truncated
+        _WRITTEN.replace(b'"format": 1', b'"format": 2'),  # another version: the slow path
+        _WRITTEN.replace(b'"harness/log"', b'"harness/answers"'),  # another kind
+        _WRITTEN.replace(b'"scenario": "s"', b'"scenario": "\xff"'),  # not UTF-8
+        msgspec.json.format(_WRITTEN, indent=0),  # written by hand: the slow path
+    ],
+    ids=[
+        "written",
+        "repeated format",
+        "repeated kind",
+        "unknown field",
+        "wrong type",
+        "truncated",
+        "other version",
+        "other kind",
+        "not utf-8",
+        "compact",
+    ],
+)
+def test_decoding_what_the_harness_wrote_is_the_strict_decode(
+    data: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fast = _decoded_or_error(data)
+    monkeypatch.setattr(files, "_opening", lambda tag: b"\0")  # no file opens so: the slow path
+    assert fast == _decoded_or_error(data)
+
+
+def test_a_repeated_format_key_is_refused_on_the_fast_path_too() -> None:
+    """The bug the format check exists for: the typed decode alone takes the last "format"."""
+    data = _WRITTEN.replace(b'"scenario": "s"', b'"scenario": "s",\n  "format": 2')
+    assert data.startswith(files._opening("harness/log"))
+    assert msgspec.json.decode(data, type=LogFile).format == 2  # what a bare decode accepts
+    with pytest.raises(FixtureError, match="has format version 2"):
+        files.decode(data, LogFile, "log.json")
