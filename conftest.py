@@ -30,5 +30,14 @@ def _no_ambient_ci() -> Iterator[None]:
 
 
 @pytest.fixture
+def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """pytester, with pytest-asyncio's loop scope settled for its projects (they have no ini of
+    ours, and pytest-asyncio warns in every run without one). Set after pytester cleared
+    PYTEST_ADDOPTS, so in-process and subprocess runs both see it."""
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-o asyncio_default_fixture_loop_scope=function")
+    return pytester
+
+
+@pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"

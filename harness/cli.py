@@ -23,6 +23,8 @@ from typing import NoReturn, TextIO
 
 import msgspec
 
+from harness.capture.audit import CassetteAudit, audit_cassette, find_cassettes, summary_lines
+from harness.capture.cassette import load_cassette
 from harness.check import (
     ScenarioCheck,
     check_fixture,
@@ -44,6 +46,7 @@ from harness.errors import (
 from harness.files import write_files
 from harness.fixture import Fixture, RecordedRequestHeader, find_fixtures, load_fixture
 from harness.paths import refuse_linked_folder
+from harness.prefix import PrefixChain
 from harness.record import pins_root, recording_files
 from harness.replay import Finding, replay_fixture, verdict
 from harness.secrets import redact_text
@@ -99,6 +102,29 @@ def _fixtures(paths: Sequence[str], default: Path | None = None) -> list[Fixture
     return [load_fixture(folder) for folder in folders]
 
 
+def _targets(paths: Sequence[str]) -> tuple[list[Fixture], list[Path]]:
+    """The scenario folders and the cassettes (SDK projects' recordings) under `paths`."""
+    roots = [Path(p) for p in paths] if paths else [project_fixtures()]
+    cassettes = find_cassettes(roots)
+    folders: list[Path] = []
+    for root in roots:
+        if root.is_file() and root in cassettes:
+            continue
+        if not root.exists():
+            raise FixtureError(root, "does not exist", "check the path")
+        found = find_fixtures([root]) if root.is_dir() else []
+        if root.is_file() and not found:
+            found = find_fixtures([root])  # a scenario.json, or one line on what it is not
+        folders += found
+    if not folders and not cassettes:
+        raise FixtureError(
+            ", ".join(map(str, roots)),
+            "holds no scenario folders and no cassettes",
+            "pass a fixtures folder, a project with fixtures/cassettes, or a cassette file",
+        )
+    return [load_fixture(folder) for folder in folders], cassettes
+
+
 def _check_all(fixtures: list[Fixture], shuffles: int, seed: int) -> list[ScenarioCheck]:
     return [check_fixture(fixture, shuffle=shuffles, seed=seed) for fixture in fixtures]
 
@@ -140,26 +166,70 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    checks = _check_all(_fixtures(args.paths), args.shuffle, args.seed)
+    fixtures, cassettes = _targets(args.paths)
+    checks = _check_all(fixtures, args.shuffle, args.seed)
+    audits = [audit_cassette(path) for path in cassettes]
     failed = [check for check in checks if not check.ok]
-    if args.format == "text":
+    broken = [audit for audit in audits if not audit.ok]
+    if args.format == "text" and checks:
         out(text_table(checks))
     for check in failed:
         if args.format == "text":
             out("")
         _print_findings(check.scenario, check.findings, fmt=args.format)
-    _github(checks, failed)
+    if audits:
+        _print_audits(audits, fmt=args.format)
+    _github(checks, failed, audits)
     if args.format == "text":
-        out(
-            f"\nharness check: {len(failed)} of {len(checks)} scenarios drifted"
-            if failed
-            else f"\nharness check: {len(checks)} scenarios, no drift"
-        )
-    return EXIT_DRIFT if failed else EXIT_OK
+        parts = []
+        if checks:
+            parts.append(
+                f"{len(failed)} of {len(checks)} scenarios drifted"
+                if failed
+                else f"{len(checks)} scenarios, no drift"
+            )
+        if audits:
+            parts.append(
+                f"{len(broken)} of {len(audits)} cassettes with findings"
+                if broken
+                else f"{len(audits)} cassettes, no finding"
+            )
+        out(f"\nharness check: {'; '.join(parts)}")
+    return EXIT_DRIFT if failed or broken else EXIT_OK
 
 
-def _github(checks: list[ScenarioCheck], failed: list[ScenarioCheck]) -> None:
-    lines = ["## Header drift", "", *markdown_table(checks)]
+def _print_audits(audits: list[CassetteAudit], *, fmt: str) -> None:
+    chain = PrefixChain()
+    for audit in audits:
+        chain.add(audit.chain)
+    if fmt == "text":
+        out(f"\ncassettes ({len(audits)}):")
+        for audit in audits:
+            out(f"  {audit.path}: {audit.status()}")
+    for audit in audits:
+        for problem in audit.problems:
+            if fmt == "json":
+                out(msgspec.json.encode({"cassette": str(audit.path), "problem": problem}).decode())
+            else:
+                out(f"{audit.path}: {problem}")
+        for item in audit.breaks:
+            if fmt == "markdown":
+                out(f"### {audit.path}: {item.to_text().splitlines()[0]}\n")
+                out(item.report.to_markdown())
+            elif fmt == "json":
+                out(item.report.to_json().decode())
+            else:
+                out(f"\n{audit.path}: {item.to_text()}")
+    if fmt == "text":
+        out(chain.coverage())
+
+
+def _github(
+    checks: list[ScenarioCheck], failed: list[ScenarioCheck], audits: list[CassetteAudit]
+) -> None:
+    lines = ["## Header drift", ""]
+    if checks:
+        lines += markdown_table(checks)
     annotations = []
     for check in failed:
         for finding in check.findings:
@@ -167,6 +237,16 @@ def _github(checks: list[ScenarioCheck], failed: list[ScenarioCheck]) -> None:
             if finding.report is not None:
                 lines.append(finding.report.to_markdown())
             annotations.append(annotation(finding.message, file=str(check.fixture.folder)))
+    if audits:
+        lines += ["", "| cassette | result |", "|---|---|"]
+        lines += [f"| `{audit.path}` | {audit.status()} |" for audit in audits]
+    for audit in audits:
+        for problem in audit.problems:
+            annotations.append(annotation(problem, file=str(audit.path), title="cassette"))
+        for item in audit.breaks:
+            head = item.to_text().splitlines()[0]
+            lines += ["", f"### `{audit.path}`: {head}", item.report.to_markdown()]
+            annotations.append(annotation(head, file=str(audit.path), title="header drift"))
     if write_step_summary(redact_text("\n".join(lines))):
         for line in annotations:
             print(_printable(line, sys.stdout))
@@ -233,7 +313,11 @@ def cmd_show(args: argparse.Namespace) -> int:
     from harness.drift import volatile_hints
     from harness.pins import load_pin
 
-    for fixture in _fixtures(args.paths):
+    fixtures, cassettes = _targets(args.paths)
+    for path in cassettes:
+        for line in summary_lines(path, load_cassette(path)):
+            out(line)
+    for fixture in fixtures:
         scenario = fixture.scenario
         out(f"{scenario.name}: {scenario.description}")
         out(f"  app {scenario.app}, config {msgspec.json.encode(scenario.config).decode()}")
@@ -314,7 +398,10 @@ def parser() -> argparse.ArgumentParser:
     shuffle_options(demo, 16)
 
     check = add(
-        "check", cmd_check, "CI gate: replay, shuffle and pin-check; exit 1 on drift; never writes"
+        "check",
+        cmd_check,
+        "CI gate: replay, shuffle and pin-check scenarios; check every cassette under the paths "
+        "(format, redaction, the prefix chain per endpoint); exit 1 on drift; never writes",
     )
     check.add_argument("paths", nargs="*")
     shuffle_options(check, 8)
@@ -335,12 +422,16 @@ def parser() -> argparse.ArgumentParser:
     )
     refresh.add_argument("paths", nargs="*")
 
-    diff = add("diff", cmd_diff, "drift report between two requests files, pins or request bodies")
+    diff = add(
+        "diff",
+        cmd_diff,
+        "drift report between two requests files, pins, cassettes or provider request bodies",
+    )
     diff.add_argument("a")
     diff.add_argument("b")
     formats(diff)
 
-    show = add("show", cmd_show, "summarise scenario folders")
+    show = add("show", cmd_show, "summarise scenario folders and cassettes")
     show.add_argument("paths", nargs="*")
     return top
 

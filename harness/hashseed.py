@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
-from harness.builds import Observed, resolve, run_build, unit_name
+from harness.builds import Observed, call_build, observed_of, resolve, unit_name
 from harness.errors import HashSeedError
 from harness.views import CacheView
 
@@ -111,7 +111,7 @@ def _unit(reference: dict[str, Any]) -> Any:
 
 def run_under_seeds(
     build: Callable[..., Any] | str,
-    units: Sequence[Any],
+    units: Sequence[Any] | None,
     *,
     seeds: Sequence[int],
     reference: CaptureFile | None = None,
@@ -128,7 +128,7 @@ def run_under_seeds(
 
 def iter_under_seeds(
     build: Callable[..., Any] | str,
-    units: Sequence[Any],
+    units: Sequence[Any] | None,
     *,
     seeds: Sequence[int],
     reference: CaptureFile | None = None,
@@ -143,7 +143,7 @@ def iter_under_seeds(
 
     payload = {
         "build": build_reference(build),
-        "units": [unit_reference(unit) for unit in units],
+        "units": None if units is None else [unit_reference(unit) for unit in units],
         "sys_path": [entry for entry in sys.path if isinstance(entry, str)],
         "reference": encode(reference).decode("utf-8") if reference is not None else None,
     }
@@ -185,7 +185,7 @@ def _result(
             f" {child.returncode}):\n" + "\n".join(tail)
         )
     wire = msgspec.json.decode(text.rsplit(MARKER, 1)[1].strip(), type=list[_Wire])
-    return [Observed(item.view, item.prefix, item.body) for item in wire]
+    return [Observed.of_view(item.view, item.prefix, item.body) for item in wire]
 
 
 def _child(payload: dict[str, Any]) -> int:
@@ -197,14 +197,19 @@ def _child(payload: dict[str, Any]) -> int:
         from harness.files import decode
 
         build = resolve(payload["build"])
-        units = [_unit(reference) for reference in payload["units"]]
-        proof = None
+        references = payload["units"]
+        units = None if references is None else [_unit(reference) for reference in references]
+        args = () if units is None else (units,)
         if payload.get("reference"):
             data = str(payload["reference"]).encode("utf-8")
             recorded = decode(data, CaptureFile, "<reference answers>")
             session = CaptureSession(mode="check", recorded=recorded)
-            proof = session.proving([unit_name(unit) for unit in units])
-        observed = run_build(build, units, proof=proof, index=0)
+            proof = session.proving([unit_name(unit) for unit in units or ()])
+            with proof.build(0) as sent:
+                result = call_build(build, *args)
+            observed = observed_of(result, list(sent))
+        else:
+            observed = observed_of(call_build(build, *args), None)
     except BaseException:
         traceback.print_exc()
         return 1

@@ -16,8 +16,6 @@ the controller writes them atomically, so `-n 2` cannot interleave a file.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -30,29 +28,32 @@ from harness.ci import (
     MODES,
     WRITING_MODES,
     detect_ci,
-    writes_allowed,
 )
+from harness.controller import Controller
 from harness.errors import FixtureError, HarnessError
-from harness.files import write_atomic
-from harness.fixture import LOG_FILE, SCENARIO_FILE, load_fixture
 from harness.pytest_api import (
-    PROP_DRIFT,
+    DEFAULT_SHUFFLE,
     PROP_MOVES,
-    PROP_USED,
-    PROP_WRITE,
     AgentHarness,
     RegistrationShuffle,
     Settings,
     fail,
     moves_header_reason,
-    queue_drift,
-    queue_write,
     report_drift,
     settings_from,
     shown,
 )
-from harness.summary import write_summary
-from harness.unused import DELETE_FLAG, RunRecord, Verdict, after_run, collectable
+from harness.pytest_capture import (
+    MARKER,
+    drift_first,
+    finish,
+    gate,
+    session_for,
+)
+from harness.pytest_capture import (
+    SESSION as CAPTURE_SESSION,
+)
+from harness.unused import DELETE_FLAG, RunRecord, Verdict, after_run
 
 __all__ = ["AgentHarness", "RegistrationShuffle", "Settings", "moves_header_reason"]
 
@@ -100,7 +101,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "unused recordings are only listed",
     )
     parser.addini("harness_mode", "default --harness-mode", default="check")
-    parser.addini("harness_shuffle", "default --harness-shuffle", default="8")
+    parser.addini("harness_shuffle", "default --harness-shuffle", default=str(DEFAULT_SHUFFLE))
     parser.addini("harness_seed", "default --harness-seed", default="")
     parser.addini("harness_fixtures", "default --harness-fixtures", default="fixtures")
     parser.addini(
@@ -122,6 +123,12 @@ def pytest_configure(config: pytest.Config) -> None:
         "moves_header(reason): this test's request header is expected to change; the reason is "
         "mandatory and every use is listed in the header drift summary",
     )
+    config.addinivalue_line(
+        "markers",
+        "header_capture(**config): every httpx/httpx2 client this test uses sends provider "
+        "requests through its capture session (its cassette); keyword arguments override "
+        "harness_capture_config for this test",
+    )
     settings = settings_from(config)
     if config.getoption("harness_delete_unused") and settings.mode not in WRITING_MODES:
         raise pytest.UsageError(
@@ -135,7 +142,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if snapshot is not None:
         snapshot.refused_deletions.clear()
     if not hasattr(config, "workerinput"):
-        config.pluginmanager.register(_Controller(settings, config), "harness-controller")
+        config.pluginmanager.register(Controller(settings, config.stash[RUN]), "harness-controller")
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistHooks(), "harness-xdist")
 
@@ -176,12 +183,18 @@ class _XdistHooks:
         node.config.stash[RUN].collected.update(ids)
 
 
-def pytest_report_header(config: pytest.Config) -> str:
+def pytest_report_header(config: pytest.Config) -> list[str]:
     s = config.stash[SETTINGS]
-    return (
+    lines = [
         f"harness: mode {s.mode}, {s.shuffle} registration orders per scenario, "
         f"seed {s.seed} (from {s.seed_source}), fixtures {s.fixtures}"
-    )
+    ]
+    if s.shuffle < 3:
+        lines.append(
+            f"harness: --harness-shuffle={s.shuffle} skips the forward and reversed runs that"
+            " make a race's detection certain: races are caught by luck"
+        )
+    return lines
 
 
 # -- the marker ----------------------------------------------------------------------------------
@@ -196,75 +209,19 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         item.user_properties.append((PROP_MOVES, reason))
 
 
-# -- talking to the controller -------------------------------------------------------------------
-
-
-class _Controller:
-    """Registered on the controller only (no xdist, or xdist's main process): acts on reports."""
-
-    def __init__(self, settings: Settings, config: pytest.Config) -> None:
-        self.settings = settings
-        self.run = config.stash[RUN]
-        self.config = config
-        self.written: dict[Path, bytes] = {}  # what this run wrote where (one path, one content)
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        self.run.outcome(report.nodeid, report.when, report.outcome, hasattr(report, "wasxfail"))
-        if report.when != "teardown":  # the teardown report carries every property of the test
-            return
-        settings = self.settings
-        value: Any
-        for key, value in report.user_properties:
-            if key == PROP_WRITE and settings.mode in WRITING_MODES and writes_allowed():
-                self._write(Path(value["path"]), base64.b64decode(value["data"]), report.nodeid)
-            elif key == PROP_DRIFT:
-                settings.drifts.append(value)
-            elif key == PROP_USED:
-                settings.used.add(value)
-                self.run.used.add(str(Path(value).resolve()))
-            elif key == PROP_MOVES:
-                settings.moves.append((report.nodeid, value))
-
-    def _write(self, path: Path, data: bytes, nodeid: str) -> None:
-        digest = hashlib.sha256(data).digest()
-        earlier = self.written.setdefault(path, digest)
-        if earlier != digest:  # two tests, two contents, one file: two owners of one pin
-            self.settings.unwritten.append(
-                f"{path}: {nodeid} would write other bytes than an earlier test of this run"
-                " wrote to it (two scenarios owning one pin?); kept the first"
-            )
-            return
-        try:
-            if write_atomic(path, data):
-                self.settings.written.append(path)
-        except (HarnessError, OSError) as error:  # a twin made meanwhile, a full disk...
-            self.settings.unwritten.append(f"{path}: {error}")
-
-    def pytest_deselected(self, items: Sequence[pytest.Item]) -> None:
-        self.settings.deselected += len(items)
-        self.run.deselected += len(items)
-
-    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
-        if report.failed:
-            self.run.collection_errors += 1
-
-    def pytest_collection_finish(self, session: pytest.Session) -> None:
-        self.run.collected.update(item.nodeid for item in session.items)
-
-    @pytest.hookimpl(wrapper=True)
-    def pytest_ignore_collect(self, collection_path: Path, config: pytest.Config) -> Any:
-        ignored = yield
-        if ignored and collectable(collection_path, config.getini("python_files")):
-            self.run.left_out.append(str(collection_path))
-        return ignored
-
-
 # -- recorded scenarios as tests ---------------------------------------------------------------
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
     config = parent.config
-    if file_path.name not in (SCENARIO_FILE, LOG_FILE) or not config.getini("harness_collect"):
+    if not config.getini("harness_collect"):
+        return None
+    from harness.fixture import (
+        LOG_FILE,
+        SCENARIO_FILE,
+    )  # the runtime and the codec load when needed
+
+    if file_path.name not in (SCENARIO_FILE, LOG_FILE):
         return None
     fixtures = config.stash[SETTINGS].fixtures.resolve()
     if fixtures not in file_path.resolve().parents:
@@ -280,6 +237,8 @@ class OrphanRecording(pytest.File):
     """A recording without its scenario.json: a collection error, not a scenario skipped."""
 
     def collect(self) -> Iterator[pytest.Item]:
+        from harness.fixture import LOG_FILE, SCENARIO_FILE
+
         raise self.CollectError(
             f"harness: {self.path.parent}: holds {LOG_FILE} but no {SCENARIO_FILE} (was it"
             " renamed or deleted? restore it from git, or remove the folder)"
@@ -290,6 +249,8 @@ class ScenarioFile(pytest.File):
     """A recorded scenario folder; its files are decoded strictly when collected."""
 
     def collect(self) -> Iterator[pytest.Item]:
+        from harness.fixture import load_fixture
+
         settings = self.config.stash[SETTINGS]
         try:
             fixture = load_fixture(self.path.parent, scenario_only=settings.mode in WRITING_MODES)
@@ -336,7 +297,20 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report = yield
     if report.when == "call":
         item.stash[_CALL_FAILED] = report.failed
+        if report.failed and call.excinfo is not None and not item.config.option.fulltrace:
+            text = drift_first(call.excinfo)  # the report before the SDK's stack frames
+            if text is not None:
+                report.longrepr = text
     return report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Any:
+    result = yield  # a test that failed has failed already: no gate on top
+    session = item.stash.get(CAPTURE_SESSION, None)
+    if session is not None:
+        gate(item, session, item.config.stash[SETTINGS])
+    return result
 
 
 @pytest.fixture
@@ -349,40 +323,44 @@ def harness_upstream() -> Any:
 
 
 @pytest.fixture
-def header_capture(request: pytest.FixtureRequest, harness_upstream: Any) -> Iterator[Any]:
-    """A capture session for SDK clients: replays the test's cassette, or records it."""
-    from harness.capture import CaptureSession, cassette_path_for
+def harness_capture_config() -> Any:
+    """The project's capture settings, like pytest-recording's `vcr_config`: override it in a
+    conftest to return a dict (see `harness.capture.CaptureConfig` for the keys)."""
+    return {}
 
+
+@pytest.fixture
+def header_capture(
+    request: pytest.FixtureRequest, harness_upstream: Any, harness_capture_config: Any
+) -> Iterator[Any]:
+    """A capture session for SDK clients: replays the test's cassette, or records it.
+
+    Every captured test is gated on the prefix chain: each request must extend the cached
+    prefix of the request it continues, unless the test is marked `moves_header(reason=...)`.
+    """
     settings = request.config.stash[SETTINGS]
     item = request.node
-    try:
-        session = CaptureSession.for_test(
-            cassette_path_for(settings.fixtures / "cassettes", item.nodeid),
-            settings.mode,
-            writes_allowed=writes_allowed(),
-            upstream=harness_upstream,
-            record_hint="record it locally: pytest --harness-mode=update-new-only",
-        )
-    except FixtureError as error:
-        fail(f"harness: {error}")
-    session.moves_header = moves_header_reason(item)
-    item.user_properties.append((PROP_USED, str(session.cassette)))
+    session = session_for(item, settings, upstream=harness_upstream, config=harness_capture_config)
     yield session
-    files, breaks = session.finish()  # SecretLeak propagates: the test errors, nothing is written
-    queue_write(item, files)
-    if item.stash.get(_CALL_FAILED, False):
-        return  # the test already failed; a teardown error would only repeat it
-    if session.errors:  # replay errors that the code under test may have swallowed
-        fail("\n\n".join(map(str, session.errors)))
-    if breaks and session.moves_header is None:
-        text = "\n\n".join(b.to_text() for b in breaks)
-        queue_drift(item, text.splitlines()[0], text, settings.seed_for(item.nodeid))
-        fail(text)
+    finish(item, session, settings, failed=item.stash.get(_CALL_FAILED, False))
+
+
+@pytest.fixture(autouse=True)
+def _harness_intercept(request: pytest.FixtureRequest) -> Iterator[None]:
+    """`@pytest.mark.header_capture`: every client the test uses sends through its session."""
+    if request.node.get_closest_marker(MARKER) is None:
+        yield
+        return
+    session = request.getfixturevalue("header_capture")
+    with session.intercept():
+        yield
 
 
 @pytest.fixture
 def prove_stable(request: pytest.FixtureRequest, header_capture: Any) -> Callable[..., Any]:
-    """`prove_stable(build, units, permutations=None, hash_seeds=None)`, seeded for this test."""
+    """`prove_stable(build, units=None, permutations=None, hash_seeds=None)`, seeded for this
+    test: `build` runs under perturbed asyncio, thread, filesystem and entry-point orders (and
+    the units in new orders, when given); a drift fails the test with its cause."""
     from harness.stability import HeaderDrift, make_prove_stable_fixture
 
     settings = request.config.stash[SETTINGS]
@@ -394,9 +372,9 @@ def prove_stable(request: pytest.FixtureRequest, header_capture: Any) -> Callabl
 
     def prove(
         build: Any,
-        units: Sequence[Any],
+        units: Sequence[Any] | None = None,
         permutations: int | None = None,
-        hash_seeds: Sequence[int] | None = None,
+        hash_seeds: Sequence[int] | int | None = None,
         **options: Any,
     ) -> Any:
         __tracebackhide__ = True
@@ -405,6 +383,11 @@ def prove_stable(request: pytest.FixtureRequest, header_capture: Any) -> Callabl
         except HeaderDrift as drift:
             report_drift(item, drift, seed)
             raise
+        except HarnessError as error:  # a build that returned no header, a bad argument...
+            if isinstance(error, AssertionError):
+                raise
+            notes = "".join(f"\n{note}" for note in getattr(error, "__notes__", ()))
+            pytest.fail(f"harness: {error}{notes}", pytrace=False)
 
     return prove
 
@@ -458,6 +441,8 @@ RUN = pytest.StashKey[RunRecord]()
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     if hasattr(config, "workerinput"):
         return
+    from harness.summary import write_summary  # the secret scan loads at the end, not at start
+
     verdict, done = config.stash.get(_UNUSED, (Verdict([], False, False, []), []))
     write_summary(
         terminalreporter,

@@ -18,6 +18,7 @@ import base64
 import random
 import shlex
 import zlib
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,14 +28,12 @@ import pytest
 
 from harness.ci import MODES, WRITING_MODES, actions_safe, detect_ci
 from harness.errors import HarnessError
-from harness.files import FileContents
-from harness.fixture import Scenario, load_fixture
-from harness.paths import refuse_case_twin, safe_component
-from harness.secrets import redact_text
 
 if TYPE_CHECKING:
     from harness.agent.context import LoadSchedule
     from harness.check import ScenarioCheck
+    from harness.files import FileContents
+    from harness.fixture import Scenario
     from harness.stability import StabilityResult
 
 U = TypeVar("U")
@@ -44,9 +43,11 @@ PROP_WRITE: Final = "harness_write"
 PROP_DRIFT: Final = "harness_drift"
 PROP_USED: Final = "harness_fixture_used"
 PROP_MOVES: Final = "harness_moves_header"
+PROP_CHAIN: Final = "harness_prefix_chain"  # a captured test's gate: coverage, moves, exemption
 
 
 CACHE_KEY: Final = "harness/seed"
+DEFAULT_SHUFFLE: Final = 8
 
 
 @dataclass
@@ -63,6 +64,11 @@ class Settings:
     written: list[Path] = field(default_factory=list)
     unwritten: list[str] = field(default_factory=list)  # writes the controller could not make
     deselected: int = 0
+    chain_tests: int = 0  # captured tests the prefix-chain gate ran on
+    chain_seen: Counter[str] = field(default_factory=Counter)  # provider requests, by provider
+    chain_judged: Counter[str] = field(default_factory=Counter)  # of those, judged
+    chain_unrecognised: int = 0  # captured requests no provider claimed
+    stale: set[str] = field(default_factory=set)  # moves_header tests whose header did not move
 
     def seed_for(self, nodeid: str) -> int:
         return zlib.crc32(f"{self.seed}:{nodeid}".encode())
@@ -74,6 +80,8 @@ class Settings:
             flags = f"-p no:randomly --harness-seed={self.seed}"
         else:
             flags = f"--harness-seed={self.seed}"
+        if self.shuffle != DEFAULT_SHUFFLE:
+            flags += f" --harness-shuffle={self.shuffle}"
         return f"pytest {shlex.quote(nodeid)} {flags}"
 
 
@@ -145,6 +153,8 @@ def _resolve_seed(config: pytest.Config) -> tuple[int, str]:
 
 def shown(message: str) -> str:
     """A message as a test failure prints it: redacted, and safe on GitHub Actions."""
+    from harness.secrets import redact_text  # the scan loads with the first message shown
+
     return actions_safe(redact_text(message))
 
 
@@ -170,6 +180,8 @@ def moves_header_reason(item: pytest.Item) -> str | None:
 
 def queue_write(item: pytest.Item, files: Sequence[FileContents]) -> None:
     """Hand files to the controller to write (it writes only in a writing mode, never in CI)."""
+    from harness.paths import refuse_case_twin
+
     for path, _ in files:
         try:
             refuse_case_twin(Path(path))  # the test fails here, before the controller is asked
@@ -183,6 +195,8 @@ def queue_write(item: pytest.Item, files: Sequence[FileContents]) -> None:
 
 def queue_drift(item: pytest.Item, message: str, markdown: str, seed: int) -> None:
     """Tell the controller this test found drift (for the summary and CI annotations)."""
+    from harness.secrets import redact_text
+
     path, line, _ = item.location
     item.user_properties.append(
         (
@@ -208,6 +222,8 @@ class AgentHarness:
         self.seed = settings.seed_for(item.nodeid)
 
     def folder_for(self, scenario: Scenario) -> Path:
+        from harness.paths import safe_component
+
         return self.settings.fixtures / safe_component(scenario.name)
 
     def check(
@@ -237,6 +253,9 @@ class AgentHarness:
         return checked
 
     def _resolve(self, scenario: Scenario | str | Path) -> tuple[Path, Scenario]:
+        from harness.fixture import Scenario, load_fixture
+        from harness.paths import safe_component
+
         if isinstance(scenario, Scenario):
             if scenario.pin is not None:
                 safe_component(scenario.pin.name)
@@ -308,4 +327,5 @@ class RegistrationShuffle:
 def report_drift(item: pytest.Item, drift: Any, seed: int) -> None:
     """Queue a `HeaderDrift` for the summary: its first line, and its report as Markdown."""
     markdown = drift.report.to_markdown() if drift.report is not None else str(drift)
-    queue_drift(item, str(drift).splitlines()[0], markdown, seed)
+    headline = getattr(drift, "headline", None) or str(drift).splitlines()[0]
+    queue_drift(item, headline, markdown, seed)

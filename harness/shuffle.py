@@ -1,9 +1,12 @@
 """The registration shuffle: the same scenario under many load orders must send the same bytes.
 
-Each permutation is a `LoadSchedule`: the order the plugin tasks start and how many scheduling
-points each plugin's import step takes, which together fix the completion (registration) order.
-The identity and the reversed order always run; the rest come from a `random.Random(seed)` of
-their own, never the global one, so a seed reproduces every order exactly.
+It runs on the proofs' engine (`harness.perturb`): run k of the shuffle is run k of the plans
+(natural, reversed, forward, then seeded random), and the reference runtime's `LoadSchedule` is
+that run's order for the load-schedule source: the order the plugin tasks start and how many
+scheduling points each plugin's import step takes, which together fix the completion
+(registration) order. The identity and the reversed schedule always run; the rest come from a
+`random.Random(seed)` of their own, never the global one, so a seed reproduces every order
+exactly. The asyncio scheduling of each run is perturbed as well, like any other program's.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from harness.agent.llm import Request, ScriptedAdapter, ScriptedReply
 from harness.agent.session import header_bytes, header_equals
 from harness.drift import DriftReport, Reproduce, compare, compare_values
 from harness.fixture import Fixture, Scenario
+from harness.perturb import LOAD_SCHEDULE, perturbed, plans
 from harness.scenario import Run, owners_of, run_sync
 from harness.views import CacheView, view_of_header, view_of_request
 
@@ -134,16 +138,19 @@ def shuffle_scenario(
     """Run `scenario` under `count` load schedules and compare every run with the first."""
     names = [plugin.name for plugin in scenario.plugins]
     owners = owners_of(scenario)
+    load_orders = schedules(names, count, seed)
     base: Run | None = None
     runs = 0
-    for schedule in schedules(names, count, seed):
-        run = run_sync(
-            scenario,
-            ScriptedAdapter(answers),
-            schedule=schedule,
-            rebuild=False,
-            session_id=SHUFFLE_SESSION,
-        )
+    for plan in plans(count, seed):
+        schedule = load_orders[plan.index] if plan.perturbs(LOAD_SCHEDULE) else load_orders[0]
+        with perturbed(plan):
+            run = run_sync(
+                scenario,
+                ScriptedAdapter(answers),
+                schedule=schedule,
+                rebuild=False,
+                session_id=SHUFFLE_SESSION,
+            )
         runs += 1
         if base is None:
             base = run

@@ -1,15 +1,20 @@
-"""Prove a header stable under permutation of whatever the user registers.
+"""Prove a header stable: the same bytes under every order the program's own sources can take.
 
-`prove_stable(build, units)` calls `build(order)` with permutations of the user's registration
-units (tool functions, plugin objects, MCP server names) and compares what each call produced.
-It asserts stability under permutation, not alphabetical order: a project may keep its own
-deliberate order (built-ins first, say) as long as registration order cannot move it.
+`prove_stable(build)` runs `build` (a plain function or an `async def`, taking no argument) N
+times under seeded perturbations of the program's own sources of order (`harness.perturb`):
+asyncio scheduling (which ready task runs first, which sleep finishes first), thread pool
+completion, folder listings and entry points. `prove_stable(build, units)` also hands `build`
+the units (tool functions, plugin objects, MCP server names) in N orders. Run 1 is natural, run 2
+reversed, run 3 forward, the rest seeded random, so a race between two loaders through any
+source is caught at the default count for every seed. A failure names its cause first
+(`cause: asyncio completion order (fs, web, shell vs shell, web, fs)`), then the drift report.
 
-What `build` returns is the header, in any of these forms: a harness `Header` or `Request`, a
-`CacheView`, a request body (`dict`, JSON `str` or `bytes`), a tool list, or None when the build
-sent requests through a capture session (`harness.capture`), whose captured bodies are then
-compared. A difference that lies after an Anthropic request's last `cache_control` breakpoint
-does not touch the cached prefix: it is kept as a note, not raised.
+It asserts stability, not alphabetical order: a project may keep its own deliberate order
+(built-ins first, say) as long as no source of entropy can move it.
+
+What is judged is what was sent: the requests the build sent through a capture session, else
+what it returned (see `harness.builds`). A difference that lies after an Anthropic request's
+last `cache_control` breakpoint does not touch the cached prefix: it is kept as a note.
 
 Python's own entropy counts too: with `hash_seeds=(0, 1, 2, 3)` the build also runs in one
 subprocess per `PYTHONHASHSEED` value (`harness.hashseed`), because `set` iteration order is
@@ -21,21 +26,47 @@ numbers, or module-level objects).
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping, Sequence
+import warnings
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from harness.builds import Observed, observe, resolve, run_build, unit_name, view_of_value
-from harness.drift import DriftReport, Reproduce, compare, first_byte_difference
-from harness.errors import Drift
+from harness.builds import (
+    NotAHeader,
+    Observed,
+    call_build,
+    observe,
+    observed_of,
+    resolve,
+    unit_name,
+    view_of_value,
+)
+from harness.drift import Reproduce
+from harness.perturb import (
+    ENTRY_POINTS,
+    FILESYSTEM,
+    LOAD_SCHEDULE,
+    SOURCES,
+    UNITS,
+    Journal,
+    Mode,
+    RunPlan,
+    find_cause,
+    perturbed,
+    plans,
+)
+from harness.run_diff import HeaderDrift, difference
 from harness.views import CacheView, canonical_bytes
 
 if TYPE_CHECKING:
     from harness.capture import CaptureSession
+    from harness.capture.proof import ProofRun
 
 __all__ = [
     "HeaderDrift",
+    "NotAHeader",
     "Observed",
+    "PerturbationWarning",
     "StabilityResult",
     "make_prove_stable_fixture",
     "observe",
@@ -51,26 +82,6 @@ U = TypeVar("U")
 DEFAULT_PERMUTATIONS = 8
 
 
-class HeaderDrift(Drift):
-    """Header bytes moved under a permutation. `str()` is the whole report, seed and orders."""
-
-    def __init__(
-        self,
-        message: str,
-        report: DriftReport | None,
-        *,
-        seed: int | None = None,
-        orders: tuple[tuple[str, ...], tuple[str, ...]] | None = None,
-        hash_seeds: tuple[int, int] | None = None,
-    ) -> None:
-        self.report = report
-        self.seed = seed
-        self.orders = orders
-        self.hash_seeds = hash_seeds
-        text = message if report is None else f"{message}\n\n{report.to_text()}"
-        super().__init__(text)
-
-
 def orders_of(units: Sequence[U], count: int, seed: int) -> list[list[U]]:
     """`count` orders of `units`: identity, reversed, then seeded shuffles (their own RNG)."""
     rng = random.Random(seed)
@@ -84,18 +95,32 @@ def orders_of(units: Sequence[U], count: int, seed: int) -> list[list[U]]:
 
 @dataclass(frozen=True)
 class StabilityResult(Generic[U]):
+    """What a proof that passed saw: the seed, each run's order of units, its requests."""
+
     seed: int
     orders: list[list[str]]
-    views: list[list[CacheView]]
+    observed: list[list[Observed]] = field(repr=False)
     notes: list[str] = field(default_factory=list)
     hash_seeds: tuple[int, ...] = ()
+
+    @property
+    def views(self) -> list[list[CacheView]]:
+        return [[item.view for item in run] for run in self.observed]
 
     @property
     def header_bytes(self) -> list[bytes]:
         return [b"".join(canonical_bytes(v) for v in views) for views in self.views]
 
+    def __await__(self) -> Generator[Any, None, StabilityResult[U]]:
+        """`await prove_stable(build)` in an async test: the proof has run; this is its result."""
+        return _itself(self).__await__()
 
-def _build_callable(build: Callable[[list[U]], Any] | str) -> Callable[[list[U]], Any]:
+
+async def _itself(result: StabilityResult[U]) -> StabilityResult[U]:
+    return result
+
+
+def _build_callable(build: Callable[..., Any] | str) -> Callable[..., Any]:
     if isinstance(build, str):
         found = resolve(build)
         if not callable(found):
@@ -104,9 +129,46 @@ def _build_callable(build: Callable[[list[U]], Any] | str) -> Callable[[list[U]]
     return build
 
 
+@dataclass
+class _Proof(Generic[U]):
+    """One proof's runs: how to run a plan, and what the natural run produced."""
+
+    function: Callable[..., Any]
+    units: Sequence[U] | None
+    orders: list[list[U]]
+    names: list[list[str]]
+    proof: ProofRun | None
+    captured: Callable[[], list[CacheView]] | None
+    notes: list[str]
+
+    def order_of(self, plan: RunPlan) -> list[U]:
+        if plan.mode_of(UNITS) is Mode.BACKWARD:
+            return list(reversed(self.orders[0]))
+        return self.orders[plan.index] if plan.perturbs(UNITS) else self.orders[0]
+
+    def run(self, plan: RunPlan) -> tuple[list[Observed], Journal]:
+        order = self.order_of(plan)
+        args = () if self.units is None else (list(order),)
+        try:
+            if self.proof is None:
+                with perturbed(plan) as journal:
+                    result = call_build(self.function, *args)
+                return observed_of(result, None, self.captured, self.notes), journal
+            with self.proof.build(plan.index) as sent, perturbed(plan) as journal:
+                result = call_build(self.function, *args)
+            return observed_of(result, list(sent), self.captured, self.notes), journal
+        except Exception as error:
+            shown = f": {', '.join(unit_name(u) for u in order)}" if self.units else ""
+            error.add_note(
+                f"prove_stable: while building order {plan.index + 1} of {plan.count}"
+                f" (seed {plan.seed}){shown} [{plan.mode.value} run]"
+            )
+            raise
+
+
 def prove_stable(
-    build: Callable[[list[U]], Any] | str,
-    units: Sequence[U],
+    build: Callable[..., Any] | str,
+    units: Sequence[U] | None = None,
     *,
     permutations: int = DEFAULT_PERMUTATIONS,
     seed: int = 0,
@@ -114,56 +176,40 @@ def prove_stable(
     command: str | None = None,
     captured: Callable[[], list[CacheView]] | None = None,
     capture: CaptureSession | None = None,
-    hash_seeds: Sequence[int] | None = None,
+    hash_seeds: Sequence[int] | int | None = None,
     timeout: float = 120.0,
 ) -> StabilityResult[U]:
-    """Call `build` under `permutations` orders of `units`; raise HeaderDrift if bytes move.
+    """Run `build` under `permutations` perturbed runs; raise HeaderDrift if its bytes move.
 
-    `capture`: the session whose clients the build sends through (a build that returns None is
-    judged by the requests it sent; every order is answered by position from the first one's
-    answers). `captured`, the older hook, is called after each build that returned None and
-    must return the views of the requests that build sent. `hash_seeds`: also run the identity
-    order once per PYTHONHASHSEED value in a subprocess and compare those runs.
+    `units`: hand `build` these in a new order each run (without them, `build` takes no
+    argument). `capture`: the session whose clients the build sends through (every run is
+    answered by position from the first run's answers). `captured`, the older hook, is called
+    after each build that returned None and sent nothing through `capture`, and must return the
+    views of the requests that build sent. `hash_seeds`: also run the build once per
+    PYTHONHASHSEED value in a subprocess and compare those runs (a number: that many values
+    drawn from `seed`; `set` order differs between two hash seeds only now and then, so more
+    values catch more: 8 miss a two-element set about once in 128).
     """
     __tracebackhide__ = True
-    function = _build_callable(build)
-    orders = orders_of(units, permutations, seed)
+    count = max(permutations, 1)
+    orders = orders_of(units, count, seed) if units is not None else [[] for _ in range(count)]
     names = [[unit_name(u) for u in order] for order in orders]
     proof = capture.proving(names[0]) if capture is not None else None
-    results: list[list[Observed]] = []
-    notes: list[str] = []
-    for index, order in enumerate(orders):
-        try:
-            observed = run_build(function, order, proof=proof, index=index, captured=captured)
-        except Exception as error:
-            error.add_note(
-                f"prove_stable: while building order {index + 1} of {len(orders)} (seed {seed}):"
-                f" {', '.join(names[index])}"
-            )
-            raise
+    runs = _Proof(_build_callable(build), units, orders, names, proof, captured, [])
+    every = plans(count, seed)
+    base, natural = runs.run(every[0])
+    results = [base]
+    journals = []
+    for plan in every[1:]:
+        observed, journal = runs.run(plan)
         results.append(observed)
-        if index == 0:
-            continue
-        reproduce = Reproduce(
-            seed=seed, order_a=tuple(names[0]), order_b=tuple(names[index]), command=command
-        )
-        drift = _judge(
-            results[0],
-            observed,
-            owners=owners,
-            reproduce=reproduce,
-            labels=("order A", "order B"),
-            what=(
-                "header drift under permutation",
-                f"(seed {seed}, order {index + 1} of {len(orders)})",
-            ),
-            notes=notes,
-        )
+        journals.append(journal)
+        drift = _judge(base, observed, plan, runs, owners=owners, command=command)
         if drift is not None:
-            drift.seed = seed
-            drift.orders = (tuple(names[0]), tuple(names[index]))
+            _name_the_cause(drift, plan, runs, units is not None)
             raise drift
-    seeds = tuple(hash_seeds or ())
+    _warn_if_untouched(natural, journals, runs.notes)
+    seeds = _hash_seeds(hash_seeds, seed)
     if seeds:
         _prove_hash_seeds(
             build,
@@ -174,16 +220,94 @@ def prove_stable(
             command=command,
             proof=proof,
             names=names[0],
-            notes=notes,
+            notes=runs.notes,
             timeout=timeout,
         )
-    views = [[item.view for item in observed] for observed in results]
-    return StabilityResult(seed, names, views, notes, seeds)
+    shown = [runs.names[plan.index] for plan in every]
+    return StabilityResult(seed, shown, results, runs.notes, seeds)
+
+
+def _hash_seeds(hash_seeds: Sequence[int] | int | None, seed: int) -> tuple[int, ...]:
+    if isinstance(hash_seeds, int):
+        rng = random.Random(f"{seed}:hash-seeds")
+        return tuple(rng.sample(range(2**32 - 1), hash_seeds))
+    return tuple(hash_seeds or ())
+
+
+class PerturbationWarning(UserWarning):
+    """The proof could not perturb a source the build uses (it read it once, then cached it)."""
+
+
+def _warn_if_untouched(natural: Journal, later: Sequence[Journal], notes: list[str]) -> None:
+    """A source the natural run used and no perturbed run touched was read once and cached:
+    its first order is kept for the whole process, so the proof could not move it."""
+    for source, what in ((FILESYSTEM, "folders"), (ENTRY_POINTS, "entry points")):
+        if natural.places.get(source) and later and not any(j.places.get(source) for j in later):
+            note = (
+                f"the build read {what} in its first run only (a cache?): their order could not"
+                f" be perturbed ({'; '.join(natural.places[source][:2])}); clear the cache in"
+                " the build, or hand them in as units"
+            )
+            notes.append(note)
+            warnings.warn(PerturbationWarning(note), stacklevel=3)
+
+
+def _judge(
+    base: list[Observed],
+    observed: list[Observed],
+    plan: RunPlan,
+    runs: _Proof[Any],
+    *,
+    owners: Mapping[str, str | None] | None,
+    command: str | None,
+) -> HeaderDrift | None:
+    names = runs.names
+    reproduce = Reproduce(
+        seed=plan.seed,
+        order_a=tuple(names[0]),
+        order_b=tuple(names[plan.index] if plan.perturbs(UNITS) else names[0]),
+        command=command,
+    )
+    return difference(
+        base,
+        observed,
+        owners=owners,
+        reproduce=reproduce,
+        labels=("order A", "order B"),
+        what=(
+            "header drift under permutation",
+            f"(seed {plan.seed}, order {plan.index + 1} of {plan.count}, {plan.mode.value})",
+        ),
+        notes=runs.notes,
+    )
+
+
+def _name_the_cause(drift: HeaderDrift, plan: RunPlan, runs: _Proof[Any], with_units: bool) -> None:
+    """Find the source that moves the bytes alone, and put it on the drift's first lines."""
+
+    def differs(reference: RunPlan, candidate: RunPlan) -> tuple[Journal, Journal] | None:
+        first, first_journal = runs.run(reference)
+        second, second_journal = runs.run(candidate)
+        moved = difference(
+            first, second, owners=None, reproduce=Reproduce(), labels=("a", "b"),
+            what=("", ""), notes=[],
+        )  # fmt: skip
+        return (first_journal, second_journal) if moved is not None else None
+
+    in_play = [
+        source for source in SOURCES if source != LOAD_SCHEDULE and (with_units or source != UNITS)
+    ]
+    orders = (runs.names[0], runs.names[plan.index])
+    cause = find_cause(plan, differs, in_play=in_play, orders=orders)
+    drift.seed = plan.seed
+    if with_units:
+        drift.orders = (tuple(runs.names[0]), tuple(runs.names[plan.index]))
+    drift.add_cause(cause.text)
 
 
 def _prove_hash_seeds(
-    build: Callable[[list[U]], Any] | str,
-    units: Sequence[U],
+    build: Callable[..., Any] | str,
+    units: Sequence[U] | None,
     *,
     seeds: tuple[int, ...],
     seed: int,
@@ -206,7 +330,7 @@ def _prove_hash_seeds(
             continue
         again = f"PYTHONHASHSEED={hash_seed} {command}" if command else None
         reproduce = Reproduce(seed=seed, order_a=tuple(names), order_b=tuple(names), command=again)
-        drift = _judge(
+        drift = difference(
             first[1],
             observed,
             owners=owners,
@@ -222,53 +346,9 @@ def _prove_hash_seeds(
         if drift is not None:
             drift.seed = seed
             drift.hash_seeds = (first[0], hash_seed)
+            drift.add_cause(f"PYTHONHASHSEED {first[0]} vs {hash_seed}")
             runs.close()
             raise drift
-
-
-def _judge(
-    base: list[Observed],
-    other: list[Observed],
-    *,
-    owners: Mapping[str, str | None] | None,
-    reproduce: Reproduce,
-    labels: tuple[str, str],
-    what: tuple[str, str],
-    notes: list[str],
-) -> HeaderDrift | None:
-    """The drift between two builds' requests, or None; differences past the prefix are notes."""
-    title, where = what
-    label_a, label_b = labels
-    for position, (a, b) in enumerate(zip(base, other, strict=False)):
-        if canonical_bytes(a.view) == canonical_bytes(b.view):
-            continue
-        report = compare(
-            a.view, b.view, owners=owners, reproduce=reproduce, label_a=label_a, label_b=label_b
-        )
-        which = f"request {position + 1} " if len(base) > 1 or len(other) > 1 else ""
-        if (
-            a.prefix is not None
-            and b.prefix is not None
-            and canonical_bytes(a.prefix) == canonical_bytes(b.prefix)
-        ):
-            notes.append(
-                f"{which}differs between {label_a} and {label_b} only after the last"
-                f" cache_control breakpoint (information: the cached prefix is unaffected):"
-                f" {report.summary}"
-            )
-            continue
-        raw = ""
-        if a.body is not None and b.body is not None:
-            offset = first_byte_difference(a.body, b.body)
-            raw = f"\nthe request bodies as sent first differ at byte {offset:,} of {len(a.body):,}"
-        message = f"{title}: {which}bytes differ between {label_a} and {label_b} {where}{raw}"
-        return HeaderDrift(message, report)
-    if len(base) != len(other):
-        return HeaderDrift(
-            f"{title}: {label_a} sent {len(base)} requests, {label_b} sent {len(other)} {where}",
-            None,
-        )
-    return None
 
 
 def make_prove_stable_fixture(
@@ -284,10 +364,10 @@ def make_prove_stable_fixture(
     """
 
     def prove(
-        build: Callable[[list[Any]], Any] | str,
-        units: Sequence[Any],
+        build: Callable[..., Any] | str,
+        units: Sequence[Any] | None = None,
         permutations: int | None = None,
-        hash_seeds: Sequence[int] | None = None,
+        hash_seeds: Sequence[int] | int | None = None,
         *,
         owners: Mapping[str, str | None] | None = None,
     ) -> StabilityResult[Any]:

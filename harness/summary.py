@@ -13,6 +13,7 @@ from typing import Any
 from harness.ci import actions_safe, annotation, on_github_actions, write_step_summary
 from harness.errors import one_line
 from harness.pytest_api import Settings
+from harness.pytest_capture import moves_line, summary_lines
 from harness.secrets import redact_text
 from harness.unused import DELETE_FLAG, Verdict
 
@@ -47,7 +48,9 @@ def write_summary(
     if s.moves:
         write(f"{len(s.moves)} test(s) marked moves_header:")
         for nodeid, reason in s.moves:
-            write(f"  {nodeid}: {reason}")
+            write(f"  {moves_line(nodeid, reason, s)}")
+    for line in summary_lines(s):
+        write(line)
     for path in s.written:
         write(f"wrote {path}")
     for problem in s.unwritten:
@@ -108,5 +111,6 @@ def _github(settings: Settings) -> None:
         lines += [f"### `{one_line(drift['nodeid'])}`", "", drift["markdown"], ""]
     if settings.moves:
         lines += ["", "Tests marked `moves_header`:", ""]
-        lines += [f"- `{one_line(node)}`: {one_line(why)}" for node, why in settings.moves]
+        lines += [f"- {one_line(moves_line(node, why, settings))}" for node, why in settings.moves]
+    lines += ["", *summary_lines(settings)] if settings.chain_tests else []
     write_step_summary(redact_text("\n".join(lines)))

@@ -1,10 +1,13 @@
-"""The two example projects under `examples/`.
+"""The example projects under `examples/`.
 
-Their agents are proved here directly, through `CaptureSession` and `prove_stable` on the
+The two SDK agents are proved here directly, through `CaptureSession` and `prove_stable` on the
 cassettes they ship, in both states: as shipped (fixed) and with `HARNESS_EXAMPLE_RACY=1`, which
 brings back the racy line the README shows. Then each example's own test suite runs the way its
 README says, through the harness pytest plugin (skipped until the plugin provides the
-`header_capture` and `prove_stable` fixtures).
+`header_capture` and `prove_stable` fixtures). The two framework examples (pydantic-ai and
+openai-agents) are the newcomer's path: the agent is not touched, the tests carry
+`@pytest.mark.header_capture`; recorded once, replayed offline under CI, and failing on a
+reordered or an edited tool.
 
 The PYTHONHASHSEED subprocesses import this module to find `ask_support_agent`, so the example
 packages and SDKs are imported inside functions only.
@@ -25,6 +28,18 @@ from harness.stability import HeaderDrift, make_prove_stable_fixture
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 ANTHROPIC = EXAMPLES / "anthropic_agent"
 OPENAI = EXAMPLES / "openai_agent"
+PYDANTIC_AI = EXAMPLES / "pydantic_ai_agent"
+OPENAI_AGENTS = EXAMPLES / "openai_agents_agent"
+SUITES = {ANTHROPIC: 2, OPENAI: 2, PYDANTIC_AI: 2, OPENAI_AGENTS: 1}  # tests in each suite
+# A tool as each framework example declares it, and an edit of its description.
+EDITS = {
+    PYDANTIC_AI: ("day_planner/toolkits.py", "Current weather for a city.", "Weather, now."),
+    OPENAI_AGENTS: (
+        "support_desk/providers.py",
+        "Search the internal documentation.",
+        "Search the docs.",
+    ),
+}
 RACY = "HARNESS_EXAMPLE_RACY"
 TRIP_QUESTION = "Is it a good day for a walk in Paris?"
 SUPPORT_QUESTION = "Where is the deploy runbook?"
@@ -205,15 +220,16 @@ def copy_example(example: Path, target: Path) -> None:
     )
 
 
-@pytest.mark.parametrize("example", [ANTHROPIC, OPENAI], ids=lambda path: path.name)
+@pytest.mark.parametrize("example", list(SUITES), ids=lambda path: path.name)
 def test_example_suite_passes_after_the_fix(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, example: Path
 ) -> None:
     plugin_or_skip()
     copy_example(example, pytester.path)
     monkeypatch.delenv(RACY, raising=False)
+    monkeypatch.setenv("CI", "true")  # as CI runs it: replay only, nothing written
     result = pytester.runpytest_subprocess("-p", "no:randomly")
-    result.assert_outcomes(passed=2)
+    result.assert_outcomes(passed=SUITES[example])
 
 
 @pytest.mark.parametrize("example", [ANTHROPIC, OPENAI], ids=lambda path: path.name)
@@ -236,3 +252,66 @@ def test_example_suite_fails_before_the_fix_with_the_report(
     ):
         assert expected in output, expected
     result.stdout.re_match_lines([r".*first out of place: \"\w+\".* at /tools/\d+, byte \d+;.*"])
+
+
+# -- the framework examples: a newcomer's project, never edited for the harness --------------
+
+
+@pytest.mark.parametrize("example", list(EDITS), ids=lambda path: path.name)
+def test_a_framework_project_records_once_and_ci_replays_it_offline(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, example: Path
+) -> None:
+    plugin_or_skip()
+    copy_example(example, pytester.path)
+    shutil.rmtree(pytester.path / "fixtures")  # a project that has never recorded
+    monkeypatch.delenv(RACY, raising=False)
+    monkeypatch.delenv("CI", raising=False)
+    recording = pytester.runpytest_subprocess("-p", "no:randomly", "--harness-mode=record")
+    recording.assert_outcomes(passed=SUITES[example])
+    cassettes = sorted((pytester.path / "fixtures" / "cassettes").rglob("*.json"))
+    assert len(cassettes) == SUITES[example]
+    assert all(b"[redacted]" in path.read_bytes() for path in cassettes)
+
+    monkeypatch.setenv("CI", "true")
+    replay = pytester.runpytest_subprocess("-p", "no:randomly")
+    replay.assert_outcomes(passed=SUITES[example])
+    assert "no header drift" in replay.stdout.str()
+    assert sorted((pytester.path / "fixtures" / "cassettes").rglob("*.json")) == cassettes
+
+
+@pytest.mark.parametrize("example", list(EDITS), ids=lambda path: path.name)
+def test_a_framework_project_fails_in_ci_on_a_reordered_tool(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, example: Path
+) -> None:
+    plugin_or_skip()
+    copy_example(example, pytester.path)
+    monkeypatch.setenv(RACY, "1")
+    monkeypatch.setenv("CI", "true")
+    result = pytester.runpytest_subprocess("-p", "no:randomly")
+    result.assert_outcomes(failed=SUITES[example])
+    output = result.stdout.str()
+    assert "harness.CassetteMismatch: request 1 (POST /v1/" in output
+    assert "tools_changed: tools reordered; first out of place:" in output
+    failure = output[output.index("= FAILURES =") :]
+    assert failure.index("tools_changed") < failure.index("sent from (your code):")
+    assert "site-packages" not in failure.split("= header drift =")[0]
+    assert f"{SUITES[example]} test(s) found header drift:" in output
+
+
+@pytest.mark.parametrize("example", list(EDITS), ids=lambda path: path.name)
+def test_a_framework_project_fails_in_ci_on_an_edited_tool(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, example: Path
+) -> None:
+    plugin_or_skip()
+    copy_example(example, pytester.path)
+    source, old, new = EDITS[example]
+    path = pytester.path / source
+    assert old in path.read_text()
+    path.write_text(path.read_text().replace(old, new))  # a developer rewords one tool
+    monkeypatch.delenv(RACY, raising=False)
+    monkeypatch.setenv("CI", "true")
+    result = pytester.runpytest_subprocess("-p", "no:randomly")
+    result.assert_outcomes(failed=SUITES[example])
+    output = result.stdout.str()
+    assert "tools_changed: tool " in output and "changed (same names, same order)" in output
+    assert "kind:       content" in output

@@ -26,7 +26,11 @@ from harness.providers import (
 from harness.stability import HeaderDrift, prove_stable, view_of_value
 from harness.views import CacheView, RequestSplit
 
-GEMINI_URL = "https://llm.example.com/v1beta/models/gemini-x:generateContent"
+GEMINI_URL = "https://generativelanguage.googleapis.com/v1beta/models/gemini-x:generateContent"
+BEDROCK_URL = (
+    "https://bedrock-runtime.us-east-1.amazonaws.com/model/"
+    "us.anthropic.claude-sonnet-4-5-v1%3A0/converse"
+)
 
 
 def gemini_body(system: str, tools: list[str]) -> dict[str, Any]:
@@ -37,12 +41,21 @@ def gemini_body(system: str, tools: list[str]) -> dict[str, Any]:
     }
 
 
+def foreign_body(preamble: str, tools: list[str]) -> dict[str, Any]:
+    """A request shape no provider claims (Cohere's old `chat`: message, preamble, tools)."""
+    return {
+        "message": "hi",
+        "preamble": preamble,
+        "tools": [{"name": name, "parameter_definitions": {}} for name in tools],
+    }
+
+
 def test_a_body_no_provider_knows_is_compared_whole_and_says_so() -> None:
-    a = view_of_value(gemini_body("You are terse.", ["a", "b"]))
-    b = view_of_value(gemini_body("You are verbose.", ["a", "b"]))
+    a = view_of_value(foreign_body("You are terse.", ["a", "b"]))
+    b = view_of_value(foreign_body("You are verbose.", ["a", "b"]))
     report = compare(a, b)
     assert report.verdict != "model_changed", "a system text change is not a model change"
-    assert report.pointer.startswith("/body/systemInstruction")
+    assert report.pointer.startswith("/body/preamble")
     assert report.notes == ("no provider recognised this request; its bytes are compared whole",)
     assert "no provider recognised this request" in report.to_text()
     assert "no provider recognised this request" in report.to_markdown()
@@ -50,11 +63,122 @@ def test_a_body_no_provider_knows_is_compared_whole_and_says_so() -> None:
 
 def test_prove_stable_on_an_unknown_body_fails_with_the_note() -> None:
     def build(order: list[str]) -> dict[str, Any]:
-        return gemini_body("s", list(order))
+        return foreign_body("s", list(order))
 
     with pytest.raises(HeaderDrift) as caught:
         prove_stable(build, ["x", "y", "z"], permutations=3, seed=1)
     assert "its bytes are compared whole" in str(caught.value)
+
+
+# -- Gemini ----------------------------------------------------------------------------------
+
+
+def test_gemini_is_split_tools_system_instruction_contents_with_the_model_from_the_url() -> None:
+    body = {
+        **gemini_body("You are terse.", ["search", "fetch"]),
+        "toolConfig": {"functionCallingConfig": {"mode": "AUTO"}},
+        "generationConfig": {"temperature": 0.2, "thinkingConfig": {"thinkingBudget": 128}},
+        "safetySettings": [],
+    }
+    split = split_request(body, url=GEMINI_URL)
+    assert split is not None and split.provider == "gemini"
+    assert list(split.view.blocks) == ["tools", "systemInstruction", "contents"]
+    assert split.view.settings == {
+        "generationConfig": {"thinkingConfig": {"thinkingBudget": 128}},
+        "model": "gemini-x",
+        "toolConfig": {"functionCallingConfig": {"mode": "AUTO"}},
+    }
+    assert split.prefix == split.view and split.rule == "exact-prefix"  # implicit caching
+    stream = GEMINI_URL.replace(":generateContent", ":streamGenerateContent") + "?alt=sse"
+    assert detect_provider(body, stream) == "gemini"
+    assert detect_provider(body, GEMINI_URL.replace("generateContent", "countTokens")) is None
+    assert detect_provider(body) == "gemini"  # by shape, without a URL
+
+
+def test_gemini_bodies_get_real_verdicts_not_the_whole_body_note() -> None:
+    system = compare(
+        view_of_value(gemini_body("You are terse.", ["a", "b"])),
+        view_of_value(gemini_body("You are verbose.", ["a", "b"])),
+    )
+    assert (system.verdict, system.block) == ("system_changed", "systemInstruction")
+    assert system.pointer == "/systemInstruction/parts/0/text" and system.notes == ()
+
+    tools = compare(
+        view_of_value(gemini_body("s", ["search", "fetch", "read"])),
+        view_of_value(gemini_body("s", ["fetch", "search", "read"])),
+    )
+    assert (tools.verdict, tools.kind, tools.tool) == ("tools_changed", "reorder", "fetch")
+    assert tools.tools_a == ("search", "fetch", "read")
+    assert 'first out of place: "fetch" at /tools/0/functionDeclarations/0' in tools.summary
+
+
+def test_gemini_cached_content_is_the_cache_key_and_usage_is_read() -> None:
+    body = {**gemini_body("s", []), "cachedContent": "cachedContents/abc"}
+    other = {**body, "cachedContent": "cachedContents/xyz"}
+    report = compare(view_of_value(body), view_of_value(other))
+    assert (report.verdict, report.block) == ("cached_content_changed", "settings")
+    usage = {"usageMetadata": {"promptTokenCount": 2000, "cachedContentTokenCount": 1536}}
+    assert cache_usage("gemini", usage) == CacheUsage(
+        "gemini", read_tokens=1536, uncached_tokens=464
+    )
+
+
+# -- Bedrock Converse ------------------------------------------------------------------------
+
+
+def bedrock_body(tools: list[str], *, points: bool = True, turns: int = 1) -> dict[str, Any]:
+    point = {"cachePoint": {"type": "default"}}
+    specs: list[Any] = [
+        {"toolSpec": {"name": n, "inputSchema": {"json": {"type": "object"}}}} for n in tools
+    ]
+    messages: list[Any] = []
+    for turn in range(turns):
+        messages.append({"role": "user", "content": [{"text": f"question {turn}"}]})
+        if turn < turns - 1:
+            messages.append({"role": "assistant", "content": [{"text": f"answer {turn}"}]})
+    if points:
+        specs.append(point)
+        messages[-1] = {**messages[-1], "content": [*messages[-1]["content"], point]}
+    return {
+        "messages": messages,
+        "system": [{"text": "You are careful."}, *([point] if points else [])],
+        "toolConfig": {"tools": specs, "toolChoice": {"auto": {}}},
+        "inferenceConfig": {"maxTokens": 512, "temperature": 0.1},
+    }
+
+
+def test_bedrock_converse_is_split_in_cache_order_up_to_the_last_cache_point() -> None:
+    split = split_request(bedrock_body(["search", "fetch"]), url=BEDROCK_URL)
+    assert split is not None and split.provider == "bedrock"
+    assert list(split.view.blocks) == ["tools", "system", "messages"]
+    assert split.view.settings == {
+        "modelId": "us.anthropic.claude-sonnet-4-5-v1:0",
+        "toolChoice": {"auto": {}},
+    }
+    assert split.breakpoints == (
+        "/tools/2/cachePoint",
+        "/system/1/cachePoint",
+        "/messages/0/content/1/cachePoint",
+    )
+    assert split.rule == "breakpoint" and split.markers == ("cachePoint",)
+
+    plain = split_request(bedrock_body(["search"], points=False), url=BEDROCK_URL)
+    assert plain is not None and plain.rule == "automatic"
+    assert list(plain.prefix.blocks) == ["tools", "system"]
+    assert detect_provider(bedrock_body(["a"])) == "bedrock"  # by shape, before Anthropic's
+    usage = {"usage": {"inputTokens": 30, "cacheReadInputTokens": 900, "cacheWriteInputTokens": 0}}
+    assert cache_usage("bedrock", usage) == CacheUsage(
+        "bedrock", read_tokens=900, uncached_tokens=30
+    )
+
+
+def test_bedrock_tool_moves_are_named_by_tool_spec() -> None:
+    report = compare(
+        view_of_value(bedrock_body(["search", "fetch"])),
+        view_of_value(bedrock_body(["fetch", "search"])),
+    )
+    assert (report.verdict, report.kind, report.tool) == ("tools_changed", "reorder", "fetch")
+    assert report.tools_a == ("search", "fetch")  # the cache point is not a tool
 
 
 def test_the_harness_request_and_header_shapes_are_still_read_as_such() -> None:

@@ -9,9 +9,11 @@ by `harness.providers`.
 - `cassette`: the file format and where a test's cassette lives;
 - `captured`: one request as the transport saw it;
 - `matching`: which recorded exchange answers a live request (a swappable `Matcher`);
+- `config`: a project's settings (`harness_capture_config`): redaction, matcher, hosts;
 - `session`: the modes, replay and record, redaction, the files to write;
 - `proof`: prove_stable's bookkeeping (every order answered like the first);
-- `transport`: the `httpx2` and `httpx` transports.
+- `transport`: the `httpx2` and `httpx` transports;
+- `intercept`: every client of both libraries sends through the session (`session.intercept()`).
 
 Importing this package imports neither HTTP library: a transport is made on first use, from
 whichever of the two the project has.
@@ -31,13 +33,20 @@ from harness.capture.cassette import (
     cassette_path_for,
     load_cassette,
 )
-from harness.capture.matching import CacheViewMatcher, ExactBodyMatcher, Matcher
+from harness.capture.config import CaptureConfig
+from harness.capture.matching import (
+    CacheViewMatcher,
+    ExactBodyMatcher,
+    Matcher,
+    matcher_named,
+    register_matcher,
+)
 from harness.capture.proof import ProofRun, current_session
 from harness.capture.session import CaptureSession, Finished
 from harness.ci import MODES
 from harness.errors import CaptureError, CassetteMismatch, CassetteMissing
 from harness.errors import CassetteSecretLeak as SecretLeak
-from harness.prefix import PrefixBreak, PrefixBroken, check_prefix_chain
+from harness.prefix import PrefixBreak, PrefixBroken, PrefixChain, check_prefix_chain, prefix_chain
 from harness.providers import detect_provider, split_request, view_of_body
 from harness.secrets import REDACTED, Redaction, SecretFinding, scan_secrets
 from harness.views import RequestSplit
@@ -46,6 +55,7 @@ __all__ = [
     "MODES",
     "REDACTED",
     "CacheViewMatcher",
+    "CaptureConfig",
     "CaptureError",
     "CaptureFile",
     "CaptureSession",
@@ -61,6 +71,7 @@ __all__ = [
     "Matcher",
     "PrefixBreak",
     "PrefixBroken",
+    "PrefixChain",
     "Proof",
     "ProofRun",
     "Redaction",
@@ -72,6 +83,9 @@ __all__ = [
     "current_session",
     "detect_provider",
     "load_cassette",
+    "matcher_named",
+    "prefix_chain",
+    "register_matcher",
     "scan_secrets",
     "split_exchange",
     "split_request",

@@ -34,6 +34,14 @@ class Captured:
     def path(self) -> str:
         return urlsplit(self.url).path
 
+    @property
+    def host(self) -> str:
+        return urlsplit(self.url).netloc
+
+    @property
+    def provider(self) -> str | None:
+        return None if self.split is None else self.split.provider
+
     def json(self) -> Any:
         try:
             return msgspec.json.decode(self.body)

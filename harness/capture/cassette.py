@@ -92,10 +92,15 @@ class Proof(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
 
 
 class CaptureFile(Versioned, frozen=True, kw_only=True, tag="harness/capture"):
-    """A cassette: the test's requests and answers in order, then one entry per prove_stable."""
+    """A cassette: the test's requests and answers in order, then one entry per prove_stable.
+
+    `moves_header` is the reason of the test's `moves_header` marker, written so that
+    `harness check` honours the exemption too (absent when the test has none).
+    """
 
     exchanges: tuple[Exchange, ...] = ()
     proofs: tuple[Proof, ...] = ()
+    moves_header: str | msgspec.UnsetType = msgspec.UNSET
 
 
 # Transport framing: the stored body is decoded, so these would lie on replay.
@@ -152,6 +157,7 @@ def redacted(capture: CaptureFile, redaction: Redaction) -> CaptureFile:
             Proof(units=p.units, exchanges=tuple(one(e) for e in p.exchanges))
             for p in capture.proofs
         ),
+        moves_header=capture.moves_header,
     )
 
 

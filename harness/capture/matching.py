@@ -9,22 +9,33 @@ same method and path, in recorded order; the matcher decides whether one is the 
   bookkeeping such as `stream` or `max_tokens` does not). A body no provider recognises must be
   byte-identical.
 - `ExactBodyMatcher`: the same URL and the same body bytes.
+
+Matchers are registered by name (`cache_view`, `exact_body`; `register_matcher` adds one), so a
+project's `harness_capture_config` can name one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
 from harness.capture.captured import Captured, split_exchange
 from harness.capture.cassette import Exchange, HttpRequest
 from harness.drift import compare, first_byte_difference
-from harness.errors import CassetteMismatch
+from harness.errors import CassetteMismatch, UsageError
 from harness.secrets import Redaction
 from harness.views import canonical_bytes
 
-__all__ = ["CacheViewMatcher", "ExactBodyMatcher", "Matcher", "describe_mismatch", "positions"]
+__all__ = [
+    "CacheViewMatcher",
+    "ExactBodyMatcher",
+    "Matcher",
+    "describe_mismatch",
+    "matcher_named",
+    "positions",
+    "register_matcher",
+]
 
 
 @runtime_checkable
@@ -55,6 +66,25 @@ class ExactBodyMatcher:
         )
 
 
+_MATCHERS: dict[str, Callable[[], Matcher]] = {
+    "cache_view": CacheViewMatcher,
+    "exact_body": ExactBodyMatcher,
+}
+
+
+def register_matcher(name: str, factory: Callable[[], Matcher]) -> None:
+    """Make a matcher available by name (replaces one of the same name)."""
+    _MATCHERS[name] = factory
+
+
+def matcher_named(name: str) -> Matcher:
+    """A new instance of the matcher registered as `name`; a UsageError listing the names."""
+    factory = _MATCHERS.get(name)
+    if factory is None:
+        raise UsageError(f"unknown matcher {name!r}; expected one of {', '.join(_MATCHERS)}")
+    return factory()
+
+
 def same_route(request: HttpRequest, live: Captured) -> bool:
     return (request.method, urlsplit(request.url).path) == (live.method, live.path)
 
@@ -68,13 +98,15 @@ def positions(recorded: Sequence[Exchange], live: Captured, start: int) -> int |
 
 
 def describe_mismatch(
-    index: int, request: HttpRequest, live: Captured, cassette: str
+    index: int, request: HttpRequest, live: Captured, cassette: str, *, entry: str = ""
 ) -> CassetteMismatch:
-    """The error for a live request that differs from recorded exchange `index`."""
+    """The error for a live request that differs from recorded exchange `index` (of the
+    cassette's own exchanges, or of the entry named by `entry`: "prove_stable call 1")."""
     old = split_exchange(request.method, request.url, request.headers, request.body)
+    where = f"{entry}'s exchange" if entry else "exchange"
     head = (
         f"request {live.number} ({live.method} {live.path}) does not match"
-        f" exchange {index + 1} of cassette {cassette}"
+        f" {where} {index + 1} of cassette {cassette}"
     )
     hint = "if the change is deliberate, run in update mode to rewrite the recorded requests"
     if old is None or live.split is None:

@@ -3,9 +3,19 @@
 One `prove_stable` call runs its build under many orders. The first build (identity order) is
 answered as the session's mode says (from the cassette's `Proof` entry, or the upstream when
 recording); every later build is answered by position from the first build's answers, so a
-shuffled build gets the same answers and only its request bytes can differ. A build that sends
-a request the first build did not send at that place is an error: the number of requests itself
-depends on the order.
+shuffled build gets the same answers and only its request bytes can differ: each request is
+answered by the first build's exchange on its route that it matches (independent requests sent
+concurrently may come in another order), else by the next unused one on its route. A build that
+sends more requests on a route than the first build did is an error: the number of requests
+itself depends on the order.
+
+Replaying (check mode, and the recorded part in update-new-only), the first build's requests are
+also compared with the recorded ones at their places, through the session's matcher: a header
+that is stable under every order but differs from the recording (a tool renamed since it was
+recorded) is a `CassetteMismatch` with the drift report. It is kept in `session.errors`, not
+raised, and the build goes on with the recorded answer: when the shuffle then finds drift, that
+report (which names the orders, the cause) is the failure; when it does not, the plugin fails the
+test on the mismatch after the test body, as it does for every replay error.
 """
 
 from __future__ import annotations
@@ -18,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from harness.capture.captured import Captured
 from harness.capture.cassette import CaptureFile, Exchange, HttpResponse, Proof, redacted
-from harness.capture.matching import positions
+from harness.capture.matching import describe_mismatch, same_route
 from harness.errors import CaptureError, CassetteMissing
 
 if TYPE_CHECKING:
@@ -47,7 +57,7 @@ class ProofState:
     reference: list[Exchange] = field(default_factory=list)
     build: int | None = None
     captured: list[Captured] = field(default_factory=list)
-    positions: dict[tuple[str, str], int] = field(default_factory=dict)
+    used: set[int] = field(default_factory=set)  # reference exchanges this build was answered by
     appended: bool = False  # build 0 recorded an exchange the cassette did not hold
 
     def receive(self, captured: Captured, session: CaptureSession) -> Ticket:
@@ -59,16 +69,29 @@ class ProofState:
         reference = self.reference if build > 0 else list(self.recorded or ())
         if build == 0 and session.mode == "record":
             return self._forward(captured)
-        key = (captured.method, captured.path)
-        index = positions(reference, captured, self.positions.get(key, 0))
+        index = self._pick(reference, captured, session)
         if index is not None:
-            self.positions[key] = index + 1
+            self.used.add(index)
+            recorded = reference[index].request
+            if (
+                build == 0
+                and session.mode in ("check", "update-new-only")
+                and not session.matcher.matches(recorded, captured, session.redaction)
+            ):
+                error = describe_mismatch(
+                    index,
+                    recorded,
+                    captured,
+                    session.shown(),
+                    entry=f"prove_stable call {self.number + 1}",
+                )
+                if all(str(error) != str(known) for known in session.errors):
+                    session.errors.append(error)
             if build == 0 and session.mode == "update":
                 self.out.append(Exchange(session.request_of(captured), reference[index].response))
             elif build == 0 and session.mode == "update-new-only":
                 self.out.append(reference[index])
             return Ticket(captured, reference[index].response)
-        self.positions[key] = len(reference)
         if build == 0:
             if session.mode == "check":
                 raise CassetteMissing(
@@ -82,6 +105,22 @@ class ProofState:
             f" {captured.path}), but the first order sent no such request at that place: the"
             " number of requests itself depends on the order"
         )
+
+    def _pick(
+        self, reference: list[Exchange], captured: Captured, session: CaptureSession
+    ) -> int | None:
+        """The reference exchange that answers `captured`: the first unused one on its route
+        that the matcher accepts (concurrent requests may come in another order than the first
+        build sent them), else the first unused one on its route."""
+        candidates = [
+            index
+            for index in range(len(reference))
+            if index not in self.used and same_route(reference[index].request, captured)
+        ]
+        for index in candidates:
+            if session.matcher.matches(reference[index].request, captured, session.redaction):
+                return index
+        return candidates[0] if candidates else None
 
     def _forward(self, captured: Captured) -> Ticket:
         def store(exchange: Exchange) -> None:
@@ -120,7 +159,7 @@ class ProofRun:
         with self._session.lock:
             state.build = index
             state.captured = []
-            state.positions = {}
+            state.used = set()
         collected = state.captured
         with _ACTIVE_LOCK:
             _ACTIVE.append(self._session)

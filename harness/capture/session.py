@@ -18,9 +18,12 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
+
+import msgspec
 
 from harness.body_text import scan_exchanges
 from harness.capture.captured import Captured, split_exchange
@@ -36,6 +39,7 @@ from harness.capture.cassette import (
     response_record,
     secret_values,
 )
+from harness.capture.config import CaptureConfig
 from harness.capture.matching import (
     CacheViewMatcher,
     Matcher,
@@ -47,7 +51,7 @@ from harness.capture.proof import ProofRun, ProofState, Ticket
 from harness.ci import Mode
 from harness.errors import CaptureError, CassetteMissing, CassetteSecretLeak
 from harness.files import encode, read
-from harness.prefix import PrefixBreak, PrefixBroken, check_prefix_chain
+from harness.prefix import PrefixBreak, PrefixBroken, PrefixChain, prefix_chain
 from harness.secrets import Redaction
 from harness.views import CacheView
 
@@ -83,14 +87,16 @@ class CaptureSession:
         redaction: Redaction | None = None,
         matcher: Matcher | None = None,
         record_hint: str = "record it: run the tests in record or update-new-only mode",
+        config: CaptureConfig | None = None,
     ) -> None:
         wanted = Mode.parse(mode, what="capture mode")
+        self.config = config or CaptureConfig()
         self.cassette = cassette
         self.mode: str = wanted.value if writes_allowed else Mode.CHECK.value
         self.writes_allowed = writes_allowed
         self.upstream = upstream
-        self.redaction = redaction or Redaction()
-        self.matcher: Matcher = matcher or CacheViewMatcher()
+        self.redaction = redaction or self.config.redaction()
+        self.matcher: Matcher = matcher or self.config.matcher or CacheViewMatcher()
         self.record_hint = record_hint
         self.moves_header: str | None = None
         self.errors: list[CaptureError] = []
@@ -128,6 +134,7 @@ class CaptureSession:
         redaction: Redaction | None = None,
         matcher: Matcher | None = None,
         record_hint: str | None = None,
+        config: CaptureConfig | None = None,
     ) -> CaptureSession:
         """The session of one test: its cassette, the run's mode, and whether writes may happen."""
         session = cls(
@@ -137,6 +144,7 @@ class CaptureSession:
             upstream=upstream,
             redaction=redaction,
             matcher=matcher,
+            config=config,
         )
         if record_hint:
             session.record_hint = record_hint
@@ -178,6 +186,16 @@ class CaptureSession:
 
         return client_for(self, "httpx", asynchronous=True, **kwargs)
 
+    @contextmanager
+    def intercept(self) -> Iterator[CaptureSession]:
+        """While inside, every `httpx`/`httpx2` client, made before or during the block, sends
+        requests to the hosts a provider answers on (and the config's `hosts`) through this
+        session; other hosts pass through untouched. See `harness.capture.intercept`."""
+        from harness.capture.intercept import intercepting
+
+        with intercepting(self, self.config):
+            yield self
+
     # -- what was captured ----------------------------------------------------------------------
 
     @property
@@ -195,15 +213,19 @@ class CaptureSession:
         with self.lock:
             self._boundaries.append(len(self._requests))
 
-    def prefix_breaks(self) -> list[PrefixBreak]:
-        """Every place a request does not extend the previous one's cacheable prefix."""
+    def prefix_chain(self) -> PrefixChain:
+        """The prefix-chain gate over the test's requests: breaks and coverage, per endpoint."""
         requests = self.requests
         with self.lock:
             cuts = sorted({0, *self._boundaries, len(requests)})
-        breaks: list[PrefixBreak] = []
+        chain = PrefixChain()
         for start, end in itertools.pairwise(cuts):
-            breaks.extend(check_prefix_chain(requests[start:end]))
-        return breaks
+            chain.add(prefix_chain(requests[start:end]))
+        return chain
+
+    def prefix_breaks(self) -> list[PrefixBreak]:
+        """Every place a request does not extend the cacheable prefix of the one it continues."""
+        return self.prefix_chain().breaks
 
     def assert_prefix_extends(self) -> None:
         """Raise `PrefixBroken` unless each request extends the previous one's cacheable prefix.
@@ -272,7 +294,8 @@ class CaptureSession:
                 proofs.pop()
             if not self._out and not proofs:
                 return None
-            return CaptureFile(exchanges=tuple(self._out), proofs=tuple(proofs))
+            moves = self.moves_header if self.moves_header is not None else msgspec.UNSET
+            return CaptureFile(exchanges=tuple(self._out), proofs=tuple(proofs), moves_header=moves)
 
     def encoded(self) -> bytes | None:
         """The exact bytes the cassette file would get: redacted, then scanned for secrets."""
@@ -315,7 +338,8 @@ class CaptureSession:
                 try:
                     return proof.receive(captured, self)
                 except CassetteMissing as error:
-                    self.errors.append(error)
+                    if all(str(error) != str(known) for known in self.errors):  # SDK retries
+                        self.errors.append(error)
                     raise
             self._requests.append(captured)
             try:

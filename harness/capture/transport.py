@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from harness.capture.proof import Ticket
     from harness.capture.session import CaptureSession
 
-__all__ = ["client_for", "library", "transport_class", "transport_for"]
+__all__ = ["capture_transport", "client_for", "library", "transport_class", "transport_for"]
 
 LIBRARIES: Final = ("httpx2", "httpx")
 
@@ -42,6 +42,12 @@ def transport_for(session: CaptureSession, name: str) -> Any:
     return transport_class(library(name))(session)
 
 
+def capture_transport(session: CaptureSession, module: Any, *, upstream: object) -> Any:
+    """A transport of `module` sending through `session`, forwarding to `upstream` (a client's
+    own transport) when the session has no upstream of its own."""
+    return transport_class(module)(session, upstream=upstream)
+
+
 def client_for(session: CaptureSession, name: str, *, asynchronous: bool, **kwargs: Any) -> Any:
     """A client of library `name` whose transport sends through `session`."""
     module = library(name)
@@ -54,8 +60,18 @@ class _Adapter:
 
     _module: Any = None
 
-    def __init__(self, session: CaptureSession) -> None:
+    def __init__(self, session: CaptureSession, *, upstream: object | None = None) -> None:
         self.session = session
+        self.upstream = upstream  # the intercepted client's own transport, if any
+
+    @property
+    def capture_session(self) -> CaptureSession:
+        return self.session
+
+    def _upstream(self, asynchronous: bool) -> Any:
+        if self.upstream is not None and self.session.upstream is None:
+            return self.upstream
+        return self.session.upstream_for(self._module, asynchronous=asynchronous)
 
     def _ticket(self, request: Any, body: bytes) -> Ticket:
         __tracebackhide__ = True
@@ -85,7 +101,7 @@ class _Adapter:
         ticket = self._ticket(request, body)
         reply = ticket.reply
         if reply is None:
-            upstream: Any = self.session.upstream_for(self._module, asynchronous=False)
+            upstream = self._upstream(asynchronous=False)
             response = upstream.handle_request(self._outgoing(request, upstream))
             try:
                 content = bytes(response.read())
@@ -102,7 +118,7 @@ class _Adapter:
         ticket = self._ticket(request, body)
         reply = ticket.reply
         if reply is None:
-            upstream: Any = self.session.upstream_for(self._module, asynchronous=True)
+            upstream = self._upstream(asynchronous=True)
             response = await upstream.handle_async_request(self._outgoing(request, upstream))
             try:
                 content = bytes(await response.aread())

@@ -44,12 +44,19 @@ from harness.drift.tools import (
 )
 from harness.drift.wording import (
     ABSENT,
-    VERDICTS,
     bounded,
     short_encoded,
     short_member,
     show_pointer,
     tokens,
+)
+from harness.reasons import (
+    GENERIC,
+    MODEL_CHANGED,
+    TTL_SETTING,
+    Reason,
+    Vocabulary,
+    vocabulary_for,
 )
 from harness.secrets import redact_text
 from harness.views import (
@@ -109,12 +116,18 @@ def compare(
     settings_a, settings_b = doc_a[SETTINGS], doc_b[SETTINGS]
     settings_changed = _changed_keys(settings_a, settings_b)
 
+    vocabulary = vocabulary_for(b.provider if b.provider == a.provider else a.provider)
+    changed = [key for key in order if _enc_member(doc_a, key) != _enc_member(doc_b, key)]
+    setting = _setting_reason(vocabulary, settings_changed, order)
+    if encode_json(settings_a) != encode_json(settings_b) and setting is None:
+        setting = Reason(MODEL_CHANGED)  # same settings in another key order
+    level = _setting_level(setting, order)
     block: str
-    if encode_json(settings_a) != encode_json(settings_b):
-        block, kind, invalidated = SETTINGS, "settings", tuple(order)
-        kept = 0
+    if setting is not None and (not changed or order.index(changed[0]) >= level):
+        block, kind, verdict = SETTINGS, "settings", setting.word
+        invalidated = tuple(order[level:])
+        kept = min(_start_of(doc_a, order, level), first_byte_difference(prompt_a, prompt_b))
     else:
-        changed = [key for key in order if _enc_member(doc_a, key) != _enc_member(doc_b, key)]
         if changed:
             block = changed[0]
             kind = _block_kind(block)
@@ -123,10 +136,12 @@ def compare(
             keys_b = [key for key in doc_b if key != SETTINGS]
             block = next(x for x, y in zip(keys_a, keys_b, strict=False) if x != y)
             kind = "block-order"
+        verdict = vocabulary.block(block)
+        if _names_ttl(path):
+            kind, verdict = "cache-ttl", vocabulary.setting(TTL_SETTING).word
         invalidated = tuple(order[order.index(block) :])
         kept = first_byte_difference(prompt_a, prompt_b)
     lost = len(prompt_b) - kept
-    verdict = VERDICTS.get(block, f"{block}_changed")
 
     tools = None
     tools_a_value, tools_b_value = doc_a.get("tools", ABSENT), doc_b.get("tools", ABSENT)
@@ -168,6 +183,8 @@ def compare(
         settings_changed=settings_changed,
         lost=lost,
         labels=(label_a, label_b),
+        invalidated=invalidated,
+        kept_blocks=[key for key in order if key not in invalidated] if invalidated else [],
     )
     return _safe(
         DriftReport(
@@ -306,7 +323,7 @@ def _changed_keys(a: Any, b: Any) -> tuple[str, ...]:
 
 
 def _block_kind(block: str) -> str:
-    verdict = VERDICTS.get(block)
+    verdict = GENERIC.block(block)
     if verdict == "system_changed":
         return "text"
     if verdict == "messages_changed":
@@ -321,6 +338,42 @@ def _hints(a_text: str, b_text: str, *, differential: bool) -> tuple[str, ...]:
         start = max(at - HINT_REACH, 0)
         a_text, b_text = a_text[start : at + HINT_REACH], b_text[start : at + HINT_REACH]
     return hints_between(redact_text(a_text), redact_text(b_text), differential=differential)
+
+
+def _setting_reason(
+    vocabulary: Vocabulary, keys: Sequence[str], order: Sequence[str]
+) -> Reason | None:
+    """The reason for a settings change: of the changed settings, the one that invalidates the
+    most (a whole-key change first); at the same level one the vocabulary names, the model
+    first, then in key order."""
+    ranked = sorted(
+        range(len(keys)),
+        key=lambda i: (
+            _setting_level(vocabulary.setting(keys[i]), order),
+            not vocabulary.named(keys[i]),
+            vocabulary.setting(keys[i]).word != MODEL_CHANGED,
+            i,
+        ),
+    )
+    return vocabulary.setting(keys[ranked[0]]) if ranked else None
+
+
+def _setting_level(reason: Reason | None, order: Sequence[str]) -> int:
+    """The index in `order` of the first block a setting change invalidates (0: all of them)."""
+    if reason is None or reason.level is None or reason.level not in order:
+        return 0
+    return order.index(reason.level)
+
+
+def _start_of(doc: Mapping[str, Any], order: Sequence[str], level: int) -> int:
+    """Where block `order[level]` starts in the document's prompt bytes (what a report keeps)."""
+    before = {key: doc[key] for key in order[:level] if key in doc}
+    return len(prompt_bytes(before)) + (1 if before else 0)
+
+
+def _names_ttl(path: Sequence[str]) -> bool:
+    """Whether a difference lies in a cache breakpoint's time to live (`.../cache_control/ttl`)."""
+    return len(path) >= 2 and path[-1] == "ttl" and path[-2] in ("cache_control", "cachePoint")
 
 
 def _safe(report: DriftReport) -> DriftReport:
@@ -363,6 +416,8 @@ def _summary(
     settings_changed: Sequence[str],
     lost: int,
     labels: tuple[str, str],
+    invalidated: Sequence[str] = (),
+    kept_blocks: Sequence[str] = (),
 ) -> str:
     place = f"at {show_pointer(pointer)}, byte {offset}"
     cost = f"{lost:,} cached bytes (~{tokens(lost):,} tokens) lost"
@@ -381,6 +436,12 @@ def _summary(
         if len(settings_changed) > 3:
             changes.append(f"{len(settings_changed) - 3} more")
         detail = "; ".join(changes) if changes else "same settings in another key order"
+        if kept_blocks:
+            return (
+                f"{verdict}: settings changed ({detail}); the {', '.join(kept_blocks)} cache"
+                f" stays, {lost:,} prompt bytes (~{tokens(lost):,} tokens) from the"
+                f" {invalidated[0]} block on lost"
+            )
         return (
             f"{verdict}: settings changed ({detail}); the cache key moves, all"
             f" {lost:,} prompt bytes (~{tokens(lost):,} tokens) lost"
@@ -421,7 +482,7 @@ def _message_position(pointer: str, doc_a: Mapping[str, Any], doc_b: Mapping[str
         return ""
     index = int(parts[2])
     for doc in (doc_b, doc_a):
-        messages = doc.get("messages")
+        messages = doc.get(parts[1])
         if isinstance(messages, list) and index < len(messages):
             message = messages[index]
             role = message.get("role") if isinstance(message, dict) else None

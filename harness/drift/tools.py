@@ -1,8 +1,9 @@
 """The tool-list diff: reorder, content change, additions and removals, and who registered what.
 
-Tools are matched by name (Anthropic's and the harness's `name`, OpenAI Chat's `function.name`);
-names shared by several tools are compared as multisets, so a reorder of same-named tools is still
-a reorder, not an add and a remove.
+Tools are matched by name (Anthropic's and the harness's `name`, OpenAI Chat's `function.name`,
+Bedrock's `toolSpec.name`, and each of Gemini's `functionDeclarations`); names shared by several
+tools are compared as multisets, so a reorder of same-named tools is still a reorder, not an add
+and a remove. Cache markers in a tool list (Bedrock's `cachePoint` blocks) are not tools.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ class ToolDiff(NamedTuple):
     removed: tuple[str, ...]
     mismatch: int | None  # first index where the name lists differ
     changed: tuple[str, ...]  # names on both sides whose content differs
+    places_b: tuple[str, ...] = ()  # the JSON pointer of each of b's tools, when not /tools/N
 
 
 def tool_name(tool: Any) -> str:
@@ -30,9 +32,10 @@ def tool_name(tool: Any) -> str:
         name = tool.get("name")
         if isinstance(name, str):
             return name
-        function = tool.get("function")  # OpenAI chat-completions shape
-        if isinstance(function, dict) and isinstance(function.get("name"), str):
-            return str(function["name"])
+        for wrapper in ("function", "toolSpec"):  # OpenAI Chat Completions, Bedrock Converse
+            inner = tool.get(wrapper)
+            if isinstance(inner, dict) and isinstance(inner.get("name"), str):
+                return str(inner["name"])
     if isinstance(tool, str):
         return tool
     return f"<unnamed {clip(encode_json(tool).decode('utf-8', 'replace'), 40)}>"
@@ -40,15 +43,20 @@ def tool_name(tool: Any) -> str:
 
 def diff_tools(a: Any, b: Any) -> ToolDiff:
     """How the tool list `a` became `b` (either may be ABSENT or not a list at all)."""
-    list_a, list_b = _tool_list(a), _tool_list(b)
+    placed_a, placed_b = _tool_list(a), _tool_list(b)
+    list_a = None if placed_a is None else [tool for _, tool in placed_a]
+    list_b = None if placed_b is None else [tool for _, tool in placed_b]
     names_a = tuple(tool_name(tool) for tool in list_a or ())
     names_b = tuple(tool_name(tool) for tool in list_b or ())
+    places_b = tuple(place for place, _ in placed_b or ())
+    if all(place == f"/tools/{i}" for i, place in enumerate(places_b)):
+        places_b = ()
     mismatch = next(
         (index for index, (x, y) in enumerate(zip(names_a, names_b, strict=False)) if x != y),
         None if len(names_a) == len(names_b) else min(len(names_a), len(names_b)),
     )
     if list_a is None or list_b is None:  # not a list of tools on one side
-        return ToolDiff(names_a, names_b, "content", (), (), mismatch, ())
+        return ToolDiff(names_a, names_b, "content", (), (), mismatch, (), places_b)
     counts_a, counts_b = Counter(names_a), Counter(names_b)
     added = _multiset_minus(names_b, counts_a)
     removed = _multiset_minus(names_a, counts_b)
@@ -64,7 +72,7 @@ def diff_tools(a: Any, b: Any) -> ToolDiff:
         kind = "content"
     else:
         kind = "reorder-and-content" if changed else "reorder"
-    return ToolDiff(names_a, names_b, kind, added, removed, mismatch, changed)
+    return ToolDiff(names_a, names_b, kind, added, removed, mismatch, changed, places_b)
 
 
 def tool_at(path: Sequence[str], tools_a: Any, tools_b: Any) -> str | None:
@@ -72,8 +80,12 @@ def tool_at(path: Sequence[str], tools_a: Any, tools_b: Any) -> str | None:
     if len(path) < 2 or path[0] != "tools" or not path[1].isdigit():
         return None
     index = int(path[1])
+    grouped = len(path) >= 4 and path[2] == _GROUP and path[3].isdigit()
     for tools in (tools_b, tools_a):
         if isinstance(tools, list) and index < len(tools):
+            group = tools[index].get(_GROUP) if isinstance(tools[index], dict) else None
+            if grouped and isinstance(group, list) and int(path[3]) < len(group):
+                return tool_name(group[int(path[3])])
             return tool_name(tools[index])
     return None
 
@@ -113,6 +125,8 @@ def tools_sentence(
     by = f" (registered by {owner})" if owner else ""
     if kind in ("reorder", "reorder-and-content") and tools.mismatch is not None:
         where = f"/tools/{tools.mismatch}"
+        if tools.mismatch < len(tools.places_b):
+            where = tools.places_b[tools.mismatch]
         out_of_place = f'first out of place: "{focus}"{by} at {where}'
         if kind == "reorder":
             return f"tools reordered; {out_of_place}"
@@ -136,10 +150,23 @@ def tool_changes(tools: ToolDiff) -> str:
     return "; ".join(parts) if parts else "tools changed"
 
 
-def _tool_list(value: Any) -> list[Any] | None:
+_GROUP = "functionDeclarations"  # Gemini: one tool entry holds a list of functions
+
+
+def _tool_list(value: Any) -> list[tuple[str, Any]] | None:
+    """The tools with their JSON pointers; Gemini's declaration groups opened, markers left out."""
     if value is ABSENT:
         return []
-    return value if isinstance(value, list) else None
+    if not isinstance(value, list):
+        return None
+    found: list[tuple[str, Any]] = []
+    for index, tool in enumerate(value):
+        group = tool.get(_GROUP) if isinstance(tool, dict) else None
+        if isinstance(group, list):
+            found += [(f"/tools/{index}/{_GROUP}/{i}", item) for i, item in enumerate(group)]
+        elif not (isinstance(tool, dict) and set(tool) == {"cachePoint"}):
+            found.append((f"/tools/{index}", tool))
+    return found
 
 
 def _multiset_minus(items: Sequence[str], other: Counter[str]) -> tuple[str, ...]:

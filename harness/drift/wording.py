@@ -12,25 +12,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
+from harness.reasons import GENERIC
 from harness.secrets import redact_text
-from harness.views import SETTINGS, encode_json
+from harness.views import encode_json
 
 BYTES_PER_TOKEN: Final = 4
 NAME_LIMIT: Final = 120  # characters of a tool name, key or label a report shows
 
-# Block keys -> the providers' cache-miss reason. Aliases cover the providers' own block names
-# (OpenAI `instructions`/`input`, Gemini `system_instruction`/`contents`) so a view built in a
-# provider's vocabulary still gets one of the four reasons.
-VERDICTS: Final[dict[str, str]] = {
-    SETTINGS: "model_changed",
-    "tools": "tools_changed",
-    "system": "system_changed",
-    "instructions": "system_changed",
-    "system_instruction": "system_changed",
-    "messages": "messages_changed",
-    "input": "messages_changed",
-    "contents": "messages_changed",
-}
+# Block keys -> the providers' cache-miss reason (the generic vocabulary of `harness.reasons`;
+# aliases cover the providers' own block names, OpenAI `instructions`/`input`, Gemini
+# `systemInstruction`/`contents`, so a view in a provider's vocabulary gets one of the reasons).
+VERDICTS: Final[dict[str, str]] = dict(GENERIC.blocks)
 
 KIND_TEXT: Final[dict[str, str]] = {
     "reorder": "same tools, other order",
@@ -40,6 +32,7 @@ KIND_TEXT: Final[dict[str, str]] = {
     "added-and-removed": "tools added and removed",
     "reorder-and-content": "same tools in another order, and a tool's content changed",
     "settings": "a setting that keys the cache changed",
+    "cache-ttl": "a cache breakpoint's time to live changed",
     "text": "the system text changed",
     "messages": "the conversation changed",
     "block-order": "the same blocks in another order",

@@ -1,7 +1,8 @@
 """Provider cache views: a request body split into the order its provider's prompt cache reads.
 
-One module per provider (`anthropic`, `openai` for Chat Completions and Responses, `deepseek`),
-each a registered part (`registry`); `base` says what a provider is. This package needs no HTTP
+One module per provider (`anthropic`, `openai` for Chat Completions and Responses, `deepseek`,
+`gemini`, `bedrock` for Converse), each a registered part (`registry`); `base` says what a
+provider is. This package needs no HTTP
 library: `harness.capture` adds the transport.
 """
 
@@ -11,24 +12,31 @@ from collections.abc import Mapping
 from typing import Any
 
 from harness.providers.anthropic import ANTHROPIC
-from harness.providers.base import CacheUsage, Headers, Provider, header_pairs
+from harness.providers.base import CacheUsage, Headers, Provider, header_pairs, host_matches
+from harness.providers.bedrock import BEDROCK
 from harness.providers.deepseek import DEEPSEEK
+from harness.providers.gemini import GEMINI
 from harness.providers.openai import OPENAI_CHAT, OPENAI_RESPONSES
 from harness.providers.registry import (
     ENTRY_POINT_GROUP,
     ProviderWarning,
     provider_for,
+    provider_hosts,
     provider_named,
+    recognised_host,
     register_provider,
     registered_providers,
+    split_with,
     unregister_provider,
 )
 from harness.views import CacheView, RequestSplit
 
 __all__ = [
     "ANTHROPIC",
+    "BEDROCK",
     "DEEPSEEK",
     "ENTRY_POINT_GROUP",
+    "GEMINI",
     "OPENAI_CHAT",
     "OPENAI_RESPONSES",
     "CacheUsage",
@@ -37,8 +45,11 @@ __all__ = [
     "RequestSplit",
     "cache_usage",
     "detect_provider",
+    "host_matches",
     "provider_for",
+    "provider_hosts",
     "provider_named",
+    "recognised_host",
     "register_provider",
     "registered_providers",
     "split_request",
@@ -58,7 +69,7 @@ def split_request(
 ) -> RequestSplit | None:
     """The request in its provider's cache order, or None when no provider recognises it."""
     provider = provider_for(body, url)
-    return None if provider is None else provider.split(body, header_pairs(headers))
+    return None if provider is None else split_with(provider, body, header_pairs(headers), url)
 
 
 def view_of_body(

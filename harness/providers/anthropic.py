@@ -13,7 +13,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-from harness.providers.base import CacheUsage, integer, member, settings_of
+from harness.providers.base import (
+    CacheUsage,
+    breakpoints,
+    integer,
+    member,
+    point_pointer,
+    settings_of,
+    truncate,
+)
+from harness.reasons import Reason, Vocabulary
 from harness.views import CacheView, RequestSplit
 
 ANTHROPIC: Final = "anthropic"
@@ -26,11 +35,18 @@ _BOOKKEEPING: Final = frozenset(
 _PROMPT: Final = frozenset({"tools", "system", "messages", "cache_control"})
 _MARKERS: Final = ("cache_control",)
 
-Point = tuple[str, int, int]  # (block, index, content index or -1)
-
 
 class AnthropicMessages:
     name = ANTHROPIC
+    hosts = ("api.anthropic.com",)
+    # A change of `tool_choice` or `thinking` invalidates only the messages cache (Anthropic's
+    # prompt caching guide); the model and speed are `model_changed` in its own diagnostics.
+    reasons = Vocabulary(
+        settings={
+            "tool_choice": Reason("tool_choice_changed", "messages"),
+            "thinking": Reason("thinking_changed", "messages"),
+        }
+    )
 
     def claims(self, body: Mapping[str, Any], url: str | None) -> bool:
         if url is not None:
@@ -65,8 +81,8 @@ class AnthropicMessages:
             settings = dict(sorted(settings.items()))
         blocks = {key: body[key] for key in ("tools", "system", "messages") if key in body}
         view = CacheView(settings=settings, blocks=blocks, provider=ANTHROPIC)
-        points = _breakpoints(blocks)
-        pointers = tuple(_pointer(point) for point in points)
+        points = breakpoints(blocks, _marked)
+        pointers = tuple(point_pointer(point, "cache_control") for point in points)
         if "cache_control" in body:  # automatic caching up to the last block
             return RequestSplit(
                 ANTHROPIC, view, view, "whole-request", "/cache_control", pointers, _MARKERS
@@ -78,7 +94,7 @@ class AnthropicMessages:
             prefix = CacheView(settings=settings, blocks=prefix_blocks, provider=ANTHROPIC)
             return RequestSplit(ANTHROPIC, view, prefix, "automatic", markers=_MARKERS)
         prefix = CacheView(
-            settings=settings, blocks=_truncate(blocks, points[-1]), provider=ANTHROPIC
+            settings=settings, blocks=truncate(blocks, points[-1]), provider=ANTHROPIC
         )
         return RequestSplit(ANTHROPIC, view, prefix, "breakpoint", pointers[-1], pointers, _MARKERS)
 
@@ -105,50 +121,5 @@ def _has_tool_block(message: Any) -> bool:
     return False
 
 
-def _breakpoints(blocks: Mapping[str, Any]) -> list[Point]:
-    """Every `cache_control` marker, in cache order: tools, system blocks, message contents."""
-    found: list[Point] = []
-    for name in ("tools", "system"):
-        items = blocks.get(name)
-        if isinstance(items, list):
-            found += [
-                (name, i, -1)
-                for i, item in enumerate(items)
-                if isinstance(item, dict) and "cache_control" in item
-            ]
-    messages = blocks.get("messages")
-    if isinstance(messages, list):
-        for index, message in enumerate(messages):
-            content = message.get("content") if isinstance(message, dict) else None
-            if isinstance(content, list):
-                found += [
-                    ("messages", index, inner)
-                    for inner, block in enumerate(content)
-                    if isinstance(block, dict) and "cache_control" in block
-                ]
-    return found
-
-
-def _pointer(point: Point) -> str:
-    name, index, inner = point
-    parts: list[str | int] = [name, index]
-    if inner >= 0:
-        parts += ["content", inner]
-    return "/" + "/".join(str(part) for part in [*parts, "cache_control"])
-
-
-def _truncate(blocks: Mapping[str, Any], point: Point) -> dict[str, Any]:
-    name, index, inner = point
-    out: dict[str, Any] = {}
-    for key, value in blocks.items():
-        if key != name:
-            out[key] = value
-            continue
-        if inner < 0:
-            out[key] = value[: index + 1]
-        else:
-            message = dict(value[index])
-            message["content"] = list(message["content"])[: inner + 1]
-            out[key] = [*value[:index], message]
-        break
-    return out
+def _marked(item: Any) -> bool:
+    return isinstance(item, dict) and "cache_control" in item

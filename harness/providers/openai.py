@@ -7,15 +7,22 @@
   server; the prefix chain does not judge it.
 OpenAI caches the exact prefix, so the whole request is the cacheable prefix. Routing also hashes
 `prompt_cache_key`, and reasoning effort and service tier miss the cache: they are settings.
+
+A `prompt_cache_key` that a framework makes anew for every run (openai-agents' default,
+`agents-sdk:run:<random hex>`) is put in the view as `PER_RUN_KEY`: it is not the project's code
+that moves it, and a replay would otherwise never match. Such a run still misses the cache across
+runs; `per_run_key` finds it so the plugin can warn (`PerRunCacheKeyWarning`).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 from urllib.parse import urlsplit
 
 from harness.providers.base import CacheUsage, integer, member, role, settings_of
+from harness.reasons import Vocabulary
 from harness.views import CacheView, RequestSplit
 
 OPENAI_CHAT: Final = "openai-chat"
@@ -64,6 +71,26 @@ _RESPONSES_BOOKKEEPING: Final = frozenset(
     }
 )
 _CHAT_PROMPT: Final = frozenset({"tools", "functions", "response_format", "messages"})
+PER_RUN_KEY: Final = "agents-sdk:run:{{per-run}}"
+_GENERATED_KEY: Final = re.compile(r"agents-sdk:run:[0-9a-f]{32}")
+
+
+class PerRunCacheKeyWarning(UserWarning):
+    """A framework sent a `prompt_cache_key` made anew for this run: every run misses the cache
+    of the runs before it (openai-agents: pass `RunConfig(group_id=...)` or a key of your own)."""
+
+
+def per_run_key(settings: Mapping[str, Any]) -> bool:
+    """Whether a view's settings hold a framework's per-run `prompt_cache_key`."""
+    return settings.get("prompt_cache_key") == PER_RUN_KEY
+
+
+def _settings(body: Mapping[str, Any], skip: frozenset[str]) -> dict[str, Any]:
+    settings = settings_of(body, skip)
+    key = settings.get("prompt_cache_key")
+    if isinstance(key, str) and _GENERATED_KEY.fullmatch(key):
+        settings["prompt_cache_key"] = PER_RUN_KEY
+    return settings
 
 
 def chat_path(url: str) -> bool:
@@ -73,7 +100,7 @@ def chat_path(url: str) -> bool:
 def split_chat(body: Mapping[str, Any], provider: str, *, system_first: bool) -> RequestSplit:
     """A Chat Completions body in cache order: tools then system, or (`system_first`) the other
     way round; the remaining messages last. The whole request is the prefix."""
-    settings = settings_of(body, CHAT_BOOKKEEPING | _CHAT_PROMPT)
+    settings = _settings(body, CHAT_BOOKKEEPING | _CHAT_PROMPT)
     messages = body.get("messages")
     leading: list[Any] = []
     rest: list[Any] = []
@@ -107,6 +134,7 @@ def cached_usage(provider: str, response: Any, total: str, details: str) -> Cach
 
 class OpenAIChat:
     name = OPENAI_CHAT
+    hosts = ("api.openai.com", "*.openai.azure.com")
 
     def claims(self, body: Mapping[str, Any], url: str | None) -> bool:
         if url is not None:
@@ -134,6 +162,11 @@ class OpenAIChat:
 
 class OpenAIResponses:
     name = OPENAI_RESPONSES
+    hosts = ("api.openai.com", "*.openai.azure.com")
+    # `prompt_cache_diagnostics` words: the input and the text format have their own.
+    reasons = Vocabulary(
+        blocks={"input": "input_changed", "response_format": "text_format_changed"}
+    )
 
     def claims(self, body: Mapping[str, Any], url: str | None) -> bool:
         if url is not None:
@@ -142,7 +175,7 @@ class OpenAIResponses:
 
     def split(self, body: Mapping[str, Any], headers: Sequence[tuple[str, str]]) -> RequestSplit:
         prompt = {"tools", "text", "instructions", "input"}
-        settings = settings_of(body, _RESPONSES_BOOKKEEPING | prompt)
+        settings = _settings(body, _RESPONSES_BOOKKEEPING | prompt)
         blocks: dict[str, Any] = {}
         if "tools" in body:
             blocks["tools"] = body["tools"]

@@ -1,8 +1,9 @@
 """The provider registry: which provider a request belongs to.
 
-Providers are registered parts, not `if` chains. Built in: OpenAI Responses, Anthropic Messages,
-DeepSeek, OpenAI Chat Completions (tried in that order: DeepSeek's host before OpenAI Chat's
-path, and without a URL a Responses body's `input` before the Messages shape). A third party adds
+Providers are registered parts, not `if` chains. Built in: OpenAI Responses, AWS Bedrock
+Converse, Anthropic Messages, DeepSeek, OpenAI Chat Completions, Google Gemini (tried in that
+order: DeepSeek's host before OpenAI Chat's path, and without a URL a Responses body's `input`
+and Bedrock's one-key content blocks before the Messages shape). A third party adds
 one without editing the harness, either in code:
 
     from harness.providers import register_provider
@@ -17,23 +18,29 @@ over a host or a path from a built-in provider; registering a name again replace
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from importlib.metadata import entry_points
 from typing import Any, Final
 
 from harness.errors import UsageError
 from harness.providers.anthropic import AnthropicMessages
-from harness.providers.base import Provider
+from harness.providers.base import Provider, host_matches, hosts_of
+from harness.providers.bedrock import BedrockConverse
 from harness.providers.deepseek import DeepSeek
+from harness.providers.gemini import Gemini
 from harness.providers.openai import OpenAIChat, OpenAIResponses
+from harness.reasons import Vocabulary, declare
+from harness.views import RequestSplit
 
 ENTRY_POINT_GROUP: Final = "harness.providers"
 
 _BUILT_IN: Final[tuple[Provider, ...]] = (
     OpenAIResponses(),
+    BedrockConverse(),
     AnthropicMessages(),
     DeepSeek(),
     OpenAIChat(),
+    Gemini(),
 )
 _registered: dict[str, Provider] = {}
 _entry_points_loaded = False
@@ -57,12 +64,16 @@ def register_provider(provider: Provider | type[Any]) -> Provider:
         )
     _registered.pop(instance.name, None)
     _registered[instance.name] = instance
+    _declare(instance)
     return instance
 
 
 def unregister_provider(name: str) -> None:
     """Remove a registered provider (built-in providers stay)."""
     _registered.pop(name, None)
+    for provider in _BUILT_IN:
+        if provider.name == name:
+            _declare(provider)
 
 
 def registered_providers() -> tuple[Provider, ...]:
@@ -80,6 +91,40 @@ def provider_named(name: str) -> Provider | None:
 def provider_for(body: Mapping[str, Any], url: str | None = None) -> Provider | None:
     """The first provider that claims `body` (sent to `url`), or None."""
     return next((p for p in registered_providers() if p.claims(body, url)), None)
+
+
+def split_with(
+    provider: Provider,
+    body: Mapping[str, Any],
+    headers: Sequence[tuple[str, str]],
+    url: str | None,
+) -> RequestSplit:
+    """`provider.split`, or its optional `split_url` when it reads settings from the URL."""
+    split_url = getattr(provider, "split_url", None)
+    if callable(split_url):
+        found = split_url(body, headers, url)
+        if isinstance(found, RequestSplit):
+            return found
+    return provider.split(body, headers)
+
+
+def provider_hosts() -> tuple[str, ...]:
+    """Every host pattern some provider answers on, in the order providers are asked."""
+    return tuple(dict.fromkeys(host for p in registered_providers() for host in hosts_of(p)))
+
+
+def recognised_host(host: str) -> bool:
+    """Whether some provider answers on `host` (a capture session intercepts it)."""
+    return any(host_matches(pattern, host) for pattern in provider_hosts())
+
+
+def _declare(provider: Provider) -> None:
+    reasons = getattr(provider, "reasons", None)
+    declare(provider.name, reasons if isinstance(reasons, Vocabulary) else Vocabulary())
+
+
+for _provider in _BUILT_IN:
+    _declare(_provider)
 
 
 def _load_entry_points() -> None:
