@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 from harness.errors import SecretLeak as SecretLeak  # re-exported: it used to live here
 from harness.secret_shapes import SECRET_PATTERNS as SECRET_PATTERNS
 from harness.secret_shapes import SecretPattern as SecretPattern
-from harness.secret_shapes import find_secrets
+from harness.secret_shapes import find_secrets, may_hold_secrets
 
 REDACTED: Final = "[redacted]"
 
@@ -179,6 +179,8 @@ def scan_secrets(
     where: str = "",
 ) -> list[SecretFinding]:
     """Key-shaped strings in `data`, and exact occurrences of `secrets`, by line and column."""
+    if not may_hold_secrets(data, patterns, secrets):
+        return []  # clean bytes, the usual case: never decoded
     text = data.decode("utf-8", "replace")
     raw = data if len(data) == len(text) else None  # ASCII: the bytes index like the text
     return findings_in(text, patterns, allow=allow, secrets=secrets, where=where, raw=raw)
