@@ -5,9 +5,10 @@ encoding is still a key. `decoded_texts` yields every view of a body that its st
 show plainly: decompressed (`content-encoding` gzip, deflate or brotli, or gzip/zlib bytes however
 labelled; brotli needs the `brotli` or `brotlicffi` package), decoded as UTF-16 or Latin-1 when it
 is not UTF-8, JSON with its escapes resolved (`\\u0073k-ant-...` is `sk-ant-...`, and JSON held in
-a JSON string is opened too), and the text a stream sent in small deltas, joined. A body the
-harness cannot decode (brotli without the package, or more than `MAX_DECODED` bytes once
-decompressed) is reported as unreadable, so it is refused rather than written unscanned.
+a JSON string is opened too), and the text a stream sent in small deltas, joined (server-sent
+events, and AWS event-stream frames for Bedrock). A body the harness cannot decode (brotli
+without the package, or more than `MAX_DECODED` bytes once decompressed) is reported as
+unreadable, so it is refused rather than written unscanned.
 
 `scan_exchanges` runs the scan over a cassette's exchanges; `harness.capture.session` calls it
 before a cassette is written.
@@ -15,6 +16,7 @@ before a cassette is written.
 
 from __future__ import annotations
 
+import base64
 import importlib
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
@@ -100,6 +102,9 @@ def decoded_texts(
     joined = _stream_text(text)
     if joined:
         yield "streamed text joined across events", joined
+    framed = _eventstream_text(raw)
+    if framed:
+        yield "streamed text joined across event-stream frames", framed
 
 
 def _encodings(headers: Sequence[tuple[str, str]]) -> list[str]:
@@ -218,6 +223,34 @@ def _stream_text(text: str) -> str:
             event = msgspec.json.decode(line[5:].strip())
         except (msgspec.DecodeError, RecursionError):
             continue
+        _collect_deltas(event, pieces)
+    return "".join(pieces)
+
+
+def _eventstream_text(raw: bytes) -> str:
+    """The delta strings of an AWS event stream (Bedrock's `converse-stream` and
+    `invoke-with-response-stream`: binary frames, each a JSON payload), joined ("" if the body
+    is not one). A frame is its total length, its headers' length, a CRC-32 of those 8 bytes,
+    the headers, the payload and a CRC-32 of it all; the prelude's CRC tells a stream apart."""
+    pieces: list[str] = []
+    at = 0
+    while at + 16 <= len(raw):
+        total, headers = int.from_bytes(raw[at : at + 4]), int.from_bytes(raw[at + 4 : at + 8])
+        prelude_ok = zlib.crc32(raw[at : at + 8]) == int.from_bytes(raw[at + 8 : at + 12])
+        if not prelude_ok or total < 16 + headers or at + total > len(raw):
+            break
+        payload = raw[at + 12 + headers : at + total - 4]
+        at += total
+        try:
+            event = msgspec.json.decode(payload)
+        except (msgspec.DecodeError, RecursionError):
+            continue
+        inner = event.get("bytes") if isinstance(event, dict) else None
+        if isinstance(inner, str):  # invoke-with-response-stream: base64 of the model's JSON
+            try:
+                event = msgspec.json.decode(base64.b64decode(inner, validate=True))
+            except (ValueError, msgspec.DecodeError, RecursionError):
+                continue
         _collect_deltas(event, pieces)
     return "".join(pieces)
 

@@ -104,13 +104,12 @@ def project(pytester: pytest.Pytester, tests: str, secret: str = KEY) -> None:
 def holding(root: Path, secret: str) -> list[Path]:
     """Files under `root` whose bytes or name hold the secret, or a recognisable part of it."""
     parts = [secret[i : i + 12] for i in range(0, len(secret) - 11, 4)]
-    found = []
-    for path in root.rglob("*"):
-        if any(part in str(path.relative_to(root)) for part in parts):
-            found.append(path)
-        elif path.is_file() and any(part.encode() in path.read_bytes() for part in parts):
-            found.append(path)
-    return found
+
+    def holds(path: Path) -> bool:
+        named = any(part in str(path.relative_to(root)) for part in parts)
+        return named or (path.is_file() and any(p.encode() in path.read_bytes() for p in parts))
+
+    return [path for path in root.rglob("*") if holds(path)]
 
 
 def assert_not_printed(secret: str, out: str) -> None:

@@ -163,6 +163,33 @@ def escaped_reply(secret: str) -> httpx2.Response:
     return httpx2.Response(200, headers={"content-type": "application/json"}, content=text)
 
 
+def frame(event_type: str, payload: dict[str, Any]) -> bytes:
+    """One AWS event-stream frame, as Bedrock's converse-stream sends it."""
+    name, value = b":event-type", event_type.encode()
+    headers = bytes([len(name)]) + name + b"\x07" + len(value).to_bytes(2, "big") + value
+    body = json.dumps(payload).encode()
+    total = 16 + len(headers) + len(body)
+    prelude = total.to_bytes(4, "big") + len(headers).to_bytes(4, "big")
+    prelude += zlib.crc32(prelude).to_bytes(4, "big")
+    message = prelude + headers + body
+    return message + zlib.crc32(message).to_bytes(4, "big")
+
+
+def bedrock_stream(secret: str) -> httpx2.Response:
+    pieces = [secret[i : i + 3] for i in range(0, len(secret), 3)]
+    frames = [frame("messageStart", {"role": "assistant"})]
+    frames += [
+        frame("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": p}, "p": "ab"})
+        for p in ["Your key is ", *pieces, "."]
+    ]
+    frames.append(frame("messageStop", {"stopReason": "end_turn"}))
+    return httpx2.Response(
+        200,
+        headers={"content-type": "application/vnd.amazon.eventstream"},
+        content=b"".join(frames),
+    )
+
+
 def binary_reply(secret: str) -> httpx2.Response:
     return httpx2.Response(200, content=b"\xff\xfe\x00" + secret.encode() + b"\x80")
 
@@ -170,6 +197,7 @@ def binary_reply(secret: str) -> httpx2.Response:
 RESPONSES: dict[str, Callable[[str], httpx2.Response]] = {
     "plain": plain_reply,
     "sse-deltas": streamed,
+    "bedrock-event-stream": bedrock_stream,
     "json-escaped": escaped_reply,
     "binary": binary_reply,
 }
