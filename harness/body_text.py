@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import importlib
+import re
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Final, Protocol
@@ -35,6 +36,13 @@ _MAX_DEPTH: Final = 4
 _DELTA_KEYS: Final = frozenset(
     {"text", "delta", "partial_json", "arguments", "content", "thinking", "refusal", "output_text"}
 )
+
+
+_UNICODE_ESCAPE: Final = re.compile(r"\\u([0-9a-fA-F]{4})")
+
+
+def _unescaped(match: re.Match[str]) -> str:
+    return chr(int(match.group(1), 16))
 
 
 class Unreadable(Exception):
@@ -99,6 +107,8 @@ def decoded_texts(
         value = None
     if value is not None and ("\\" in text):
         yield "JSON with escapes resolved", "\n".join(_strings(value, 0))
+    elif value is None and "\\u" in text:  # not JSON, yet escaped: resolve them one by one
+        yield "with \\u escapes resolved", _UNICODE_ESCAPE.sub(_unescaped, text)
     joined = _stream_text(text)
     if joined:
         yield "streamed text joined across events", joined

@@ -32,6 +32,7 @@ from harness.pytest_api import (
     moves_header_reason,
     queue_drift,
     queue_write,
+    shown,
 )
 
 if TYPE_CHECKING:  # the capture package is imported when a test first uses it, not at startup
@@ -202,7 +203,7 @@ def drift_first(excinfo: pytest.ExceptionInfo[BaseException]) -> ReprExceptionIn
             hidden += 1
             continue
         statement = str(entry.statement).strip().splitlines()
-        line = f"  {_shown(path)}:{entry.lineno + 1} in {entry.name}"
+        line = f"  {_relative(path)}:{entry.lineno + 1} in {entry.name}"
         kept.append(line + (f"\n      {statement[0]}" if statement else ""))
     name = type(error).__name__
     lines = [f"harness.{name}: {error}", "", "sent from (your code):", *kept]
@@ -213,11 +214,11 @@ def drift_first(excinfo: pytest.ExceptionInfo[BaseException]) -> ReprExceptionIn
         )
     last = excinfo.traceback[-1] if excinfo.traceback else None
     crash = ReprFileLocation(
-        path=_shown(str(last.path)) if last is not None else "",
+        path=_relative(str(last.path)) if last is not None else "",
         lineno=last.lineno + 1 if last is not None else 0,
-        message=f"harness.{name}: {str(error).splitlines()[0]}",
+        message=shown(f"harness.{name}: {str(error).splitlines()[0]}"),
     )
-    text = "\n".join(lines) + "\n"
+    text = shown("\n".join(lines)) + "\n"  # redacted, and safe to print on GitHub Actions
     return ReprExceptionInfo(reprtraceback=ReprTracebackNative([text]), reprcrash=crash)
 
 
@@ -236,7 +237,7 @@ def capture_error_in(error: BaseException | None, depth: int = 0) -> CaptureErro
     return capture_error_in(error.__cause__ or error.__context__, depth + 1)
 
 
-def _shown(path: str) -> str:
+def _relative(path: str) -> str:
     try:
         return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
     except ValueError:

@@ -113,8 +113,11 @@ SECRET_PATTERNS: Final = (
     SecretPattern(
         "a private key",
         re.compile(
-            r"-----BEGIN [A-Z ]{0,40}PRIVATE KEY-----"
-            r"(?:[A-Za-z0-9+/=:,\- \t\r\n]{0,8192}?-----END [A-Z ]{0,40}PRIVATE KEY-----)?"
+            # The dashes may be escaped (\u002d); the body runs to its END line, or, when that
+            # was cut off (a diff's context, an excerpt), as far as base64 and newlines go.
+            r"BEGIN [A-Z ]{0,40}PRIVATE KEY-*"
+            r"(?:[A-Za-z0-9+/=:,\-\\ \t\r\n]{0,8192}?-----END [A-Z ]{0,40}PRIVATE KEY-----"
+            r"|[A-Za-z0-9+/=:,\-\\ \t\r\n]{0,8192})"
         ),
         ("PRIVATE KEY",),
     ),

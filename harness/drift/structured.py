@@ -6,11 +6,13 @@ the two values, along the path of their first difference, that fits `DEEPDIFF_IN
 paths still start at the whole value. When even the first differing value is too big, the diff
 is that value's change alone, shown around its first difference, and a note says so. Every key
 and string of the result is redacted and bounded; two changed strings keep the region around
-their first difference rather than both their first characters.
+their first difference rather than both their first characters, and deepdiff's unified diff of
+two texts is remade from the redacted texts.
 """
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -19,6 +21,7 @@ import msgspec
 from harness.drift.locate import around, resolve
 from harness.drift.tools import tools_by_name
 from harness.drift.wording import ABSENT, bounded
+from harness.secrets import redact_text
 from harness.views import encode_json
 
 __all__ = ["DEEPDIFF_INPUT", "VALUE_REACH", "structured_diff"]
@@ -111,6 +114,11 @@ def _changed(a: Any, b: Any) -> dict[str, Any]:
     }
 
 
+def _unified(a: str, b: str) -> str:
+    """A unified diff of two texts, as deepdiff writes it for a changed multi-line string."""
+    return "\n".join(difflib.unified_diff(a.splitlines(), b.splitlines(), lineterm=""))
+
+
 def _tree(value: Any, depth: int = 0) -> Any:
     """A structured diff with every key and string redacted and bounded (two changed strings
     keep the region around their first difference)."""
@@ -118,6 +126,10 @@ def _tree(value: Any, depth: int = 0) -> Any:
         if depth > 32:
             return "…"
         old, new = value.get("old_value"), value.get("new_value")
+        if isinstance(old, str) and isinstance(new, str) and "diff" in value:
+            # deepdiff's unified diff of two texts, remade from the redacted texts: its context
+            # lines could show the body of a private key whose first line they leave out.
+            value = {**value, "diff": _unified(redact_text(old), redact_text(new))}
         if isinstance(old, str) and isinstance(new, str) and max(len(old), len(new)) > VALUE_REACH:
             old, new = around(old, new, VALUE_REACH)
             value = {**value, "old_value": old, "new_value": new}

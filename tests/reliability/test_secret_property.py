@@ -44,6 +44,9 @@ UPPER_DIGITS = string.ascii_uppercase + string.digits
 URLSAFE = ALNUM + "-_"
 HEX = "0123456789abcdef"
 
+# A credential after its name: only the value is secret (redaction keeps the name).
+CREDENTIAL_NAMES = ("api_key=", '"password": "', "client_secret: ", "REFRESH_TOKEN=")
+
 # One strategy per key shape the harness knows (harness.secret_shapes).
 KEYS: dict[str, Any] = {
     "anthropic": _shape("sk-ant-api03-", URLSAFE, 40, 95),
@@ -66,6 +69,41 @@ KEYS: dict[str, Any] = {
     "jwt": st.tuples(_body(URLSAFE, 20, 40), _body(URLSAFE, 20, 60), _body(URLSAFE, 20, 43)).map(
         lambda p: f"eyJ{p[0]}.eyJ{p[1]}.{p[2]}"
     ),
+    "google-oauth": _shape("ya29.", URLSAFE, 30, 60),
+    "bearer": _shape("Bearer ", URLSAFE + "._~+/", 30, 60).map(lambda t: t.rstrip("._~+/-") + "x"),
+    "slack-webhook": st.tuples(_body(UPPER_DIGITS, 8, 10), _body(UPPER_DIGITS, 8, 10)).flatmap(
+        lambda p: _shape(f"https://hooks.slack.com/services/T{p[0]}/B{p[1]}/", ALNUM, 24, 24)
+    ),
+    "private-key": st.lists(_body(ALNUM + "+/", 64, 64), min_size=2, max_size=4).map(
+        lambda lines: (
+            "-----BEGIN RSA PRIVATE KEY-----\n"
+            + "\n".join(lines)
+            + "\n-----END RSA PRIVATE KEY-----"
+        )
+    ),
+    "fireworks": _shape("fw_", ALNUM, 24, 40),
+    "pypi": _shape("pypi-AgE", URLSAFE, 60, 80).map(lambda t: t + "x"),
+    "digitalocean": _shape("dop_v1_", HEX, 64, 64),
+    "databricks": _shape("dapi", HEX, 32, 32),
+    "sendgrid": st.tuples(_body(ALNUM, 22, 22), _body(ALNUM, 43, 43)).map(
+        lambda p: f"SG.{p[0]}.{p[1]}"
+    ),
+    "shopify": _shape("shpat_", HEX, 32, 32),
+    "twilio": _shape("SK", HEX, 32, 32),
+    "mailgun": _shape("key-", ALNUM, 32, 32),
+    "linear": _shape("lin_api_", ALNUM, 40, 40),
+    "notion": _shape("ntn_", ALNUM, 46, 46),
+    "postman": st.tuples(_body(HEX, 24, 24), _body(HEX, 34, 34)).map(
+        lambda p: f"PMAK-{p[0]}-{p[1]}"
+    ),
+    "atlassian": _shape("ATATT", ALNUM, 40, 60),
+    "telegram": st.tuples(_body(string.digits, 8, 10), _body(ALNUM, 33, 33)).map(
+        lambda p: f"{p[0]}:AA{p[1]}"
+    ),
+    "credential-after-name": st.tuples(
+        st.sampled_from(CREDENTIAL_NAMES),
+        _body(ALNUM + "+/_-", 32, 48),
+    ).map(lambda p: p[0] + p[1] + "x"),
 }
 
 
@@ -216,6 +254,9 @@ def record(tmp: Path, request: Request, reply: Callable[[], httpx2.Response]) ->
 
 def assert_nowhere(secret: str, *texts: str, around: str = "") -> None:
     """Neither the secret nor any 12 characters of it (but those the text `around` it holds)."""
+    secret = next((secret[len(n) :] for n in CREDENTIAL_NAMES if secret.startswith(n)), secret)
+    if secret.startswith("-----BEGIN"):  # a private key: its lines, not the public markers
+        secret = "\n".join(secret.splitlines()[1:-1])
     for text in texts:
         for start in range(0, len(secret) - 11, 3):
             piece = secret[start : start + 12]
@@ -319,3 +360,16 @@ def test_a_key_near_a_difference_is_never_printed(
 def test_the_scan_knows_every_shape_the_property_draws(data: st.DataObject) -> None:
     for name, strategy in KEYS.items():
         assert scan_secrets(data.draw(strategy).encode()), name
+
+
+@settings(max_examples=5, deadline=None)
+@given(data=st.data())
+def test_the_property_draws_every_shape_the_scan_knows(data: st.DataObject) -> None:
+    """Every key shape of `harness.secret_shapes` is drawn: the property covers them all."""
+    from harness.secret_shapes import SECRET_PATTERNS
+
+    drawn = set()
+    for strategy in KEYS.values():
+        for finding in scan_secrets(data.draw(strategy).encode()):
+            drawn.add(finding.kind)
+    assert {pattern.kind for pattern in SECRET_PATTERNS} <= drawn
