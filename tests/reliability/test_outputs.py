@@ -185,11 +185,15 @@ def commands_run(stdout: str) -> list[str]:
 
 
 def plant_forged_key(project: Path) -> None:
-    """The recorded tool call's input key holds a newline and a forged command."""
-    log = project / "fixtures/tool-turn/log.json"
-    log.write_bytes(
-        log.read_bytes().replace(b'"path": "."', json.dumps({FORGED: "."})[1:-1].encode())
-    )
+    """The recorded tool call's input key holds a newline and a forged command: in the answers
+    replay feeds back and in the log, with another value there, so the drift lies inside the
+    key and every output names it (pointer, summary, excerpts, deepdiff lines, annotations)."""
+    key = json.dumps(FORGED).encode()
+    for name, value in (("answers.json", b'"."'), ("log.json", b'".."')):
+        path = project / "fixtures/tool-turn" / name
+        data = path.read_bytes()
+        assert b'"path": "."' in data
+        path.write_bytes(data.replace(b'"path": "."', key + b": " + value))
 
 
 @pytest.mark.parametrize("fmt", ["text", "markdown", "json"])
@@ -218,13 +222,15 @@ def test_racy(registration_shuffle):
         tools = [{{"name": n, "input_schema": {{{FORGED!r}: {{}}}}}} for n in order]
         return {{"tools": tools if len(seen) % 2 else list(reversed(tools))}}
 
-    registration_shuffle.assert_stable(racy, ["a", "b"])
+    registration_shuffle.assert_stable(racy, ["a", {FORGED!r}])
 """
     )
     result = inner_pytest(pytester, "-p", "no:randomly")
     result.assert_outcomes(failed=1)
-    commands = commands_run(result.stdout.str())
-    assert all(c.startswith("::error ") for c in commands), commands
+    out = result.stdout.str()
+    commands = commands_run(out)
+    assert commands and all(c.startswith("::error ") for c in commands), commands
+    assert "forged by a fixture" in out  # a tool named so is still shown, as text
 
 
 def test_an_annotation_escapes_the_content_it_quotes() -> None:
