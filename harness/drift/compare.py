@@ -33,6 +33,7 @@ from harness.drift.locate import (
     walk,
 )
 from harness.drift.report import DriftReport, Reproduce
+from harness.drift.settings import names_ttl, setting_level, setting_reason, start_of
 from harness.drift.structured import structured_diff
 from harness.drift.tools import (
     ToolDiff,
@@ -55,7 +56,6 @@ from harness.reasons import (
     MODEL_CHANGED,
     TTL_SETTING,
     Reason,
-    Vocabulary,
     vocabulary_for,
 )
 from harness.secrets import redact_text
@@ -118,15 +118,15 @@ def compare(
 
     vocabulary = vocabulary_for(b.provider if b.provider == a.provider else a.provider)
     changed = [key for key in order if _enc_member(doc_a, key) != _enc_member(doc_b, key)]
-    setting = _setting_reason(vocabulary, settings_changed, order)
+    setting = setting_reason(vocabulary, settings_changed, order)
     if encode_json(settings_a) != encode_json(settings_b) and setting is None:
         setting = Reason(MODEL_CHANGED)  # same settings in another key order
-    level = _setting_level(setting, order)
+    level = setting_level(setting, order)
     block: str
     if setting is not None and (not changed or order.index(changed[0]) >= level):
         block, kind, verdict = SETTINGS, "settings", setting.word
         invalidated = tuple(order[level:])
-        kept = min(_start_of(doc_a, order, level), first_byte_difference(prompt_a, prompt_b))
+        kept = min(start_of(doc_a, order, level), first_byte_difference(prompt_a, prompt_b))
     else:
         if changed:
             block = changed[0]
@@ -137,7 +137,7 @@ def compare(
             block = next(x for x, y in zip(keys_a, keys_b, strict=False) if x != y)
             kind = "block-order"
         verdict = vocabulary.block(block)
-        if _names_ttl(path):
+        if names_ttl(path):
             kind, verdict = "cache-ttl", vocabulary.setting(TTL_SETTING).word
         invalidated = tuple(order[order.index(block) :])
         kept = first_byte_difference(prompt_a, prompt_b)
@@ -338,42 +338,6 @@ def _hints(a_text: str, b_text: str, *, differential: bool) -> tuple[str, ...]:
         start = max(at - HINT_REACH, 0)
         a_text, b_text = a_text[start : at + HINT_REACH], b_text[start : at + HINT_REACH]
     return hints_between(redact_text(a_text), redact_text(b_text), differential=differential)
-
-
-def _setting_reason(
-    vocabulary: Vocabulary, keys: Sequence[str], order: Sequence[str]
-) -> Reason | None:
-    """The reason for a settings change: of the changed settings, the one that invalidates the
-    most (a whole-key change first); at the same level one the vocabulary names, the model
-    first, then in key order."""
-    ranked = sorted(
-        range(len(keys)),
-        key=lambda i: (
-            _setting_level(vocabulary.setting(keys[i]), order),
-            not vocabulary.named(keys[i]),
-            vocabulary.setting(keys[i]).word != MODEL_CHANGED,
-            i,
-        ),
-    )
-    return vocabulary.setting(keys[ranked[0]]) if ranked else None
-
-
-def _setting_level(reason: Reason | None, order: Sequence[str]) -> int:
-    """The index in `order` of the first block a setting change invalidates (0: all of them)."""
-    if reason is None or reason.level is None or reason.level not in order:
-        return 0
-    return order.index(reason.level)
-
-
-def _start_of(doc: Mapping[str, Any], order: Sequence[str], level: int) -> int:
-    """Where block `order[level]` starts in the document's prompt bytes (what a report keeps)."""
-    before = {key: doc[key] for key in order[:level] if key in doc}
-    return len(prompt_bytes(before)) + (1 if before else 0)
-
-
-def _names_ttl(path: Sequence[str]) -> bool:
-    """Whether a difference lies in a cache breakpoint's time to live (`.../cache_control/ttl`)."""
-    return len(path) >= 2 and path[-1] == "ttl" and path[-2] in ("cache_control", "cachePoint")
 
 
 def _safe(report: DriftReport) -> DriftReport:
