@@ -20,9 +20,13 @@ from harness.capture.audit import CassetteAudit, audit_cassette, find_cassettes,
 from harness.capture.cassette import load_cassette
 from harness.check import ScenarioCheck, check_fixture, markdown_table, text_table
 from harness.ci import annotation, write_step_summary, writes_allowed
+from harness.demo import demo_source
 from harness.diffing import diff_files
 from harness.errors import EXIT_DRIFT, EXIT_USAGE, FixtureError, HarnessError
 from harness.fixture import Fixture, RecordedRequestHeader, find_fixtures, load_fixture
+from harness.init import HELP as INIT_HELP
+from harness.init import add_arguments as init_arguments
+from harness.init import init_project
 from harness.prefix import PrefixChain
 from harness.record import pins_root, record_fixture, write_recording
 from harness.replay import Finding, replay_fixture, verdict
@@ -91,8 +95,15 @@ def _print_findings(name: str, findings: list[Finding], *, fmt: str) -> None:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    fixtures = _fixtures(args.paths)
-    out(f"harness demo: {len(fixtures)} shipped scenarios from {fixtures[0].folder.parent}")
+    if args.paths:
+        fixtures = _fixtures(args.paths)
+        out(f"harness demo: {len(fixtures)} scenarios from {', '.join(args.paths)}")
+    else:  # the shipped scenarios, never the working directory's fixtures/
+        source = demo_source()
+        fixtures = _fixtures([str(source.folder)])
+        out(
+            f"harness demo: {len(fixtures)} shipped scenarios from {source.folder}, {source.origin}"
+        )
     out("replay on recorded answers, rebuild invariant at every dispatch,")
     out(
         f"{args.shuffle} registration orders each (identity, reversed, then seed {args.seed}), "
@@ -281,6 +292,10 @@ def cmd_show(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_init(args: argparse.Namespace) -> int:
+    return init_project(Path(args.path), tests=args.tests, dry_run=args.dry_run, out=out)
+
+
 # -- entry point ---------------------------------------------------------------------------------
 
 
@@ -320,7 +335,9 @@ def parser() -> argparse.ArgumentParser:
         cmd_demo,
         "replay, rebuild, shuffle and pin-check every shipped scenario; print a table",
     )
-    demo.add_argument("paths", nargs="*", help="scenario folders (default: the shipped fixtures/)")
+    demo.add_argument(
+        "paths", nargs="*", help="scenario folders (default: the scenarios shipped with harness)"
+    )
     shuffle_options(demo, 16)
 
     check = add(
@@ -359,6 +376,8 @@ def parser() -> argparse.ArgumentParser:
 
     show = add("show", cmd_show, "summarise scenario folders and cassettes")
     show.add_argument("paths", nargs="*")
+
+    init_arguments(add("init", cmd_init, INIT_HELP))
     return top
 
 

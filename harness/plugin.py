@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import shutil
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ from harness.ci import (
     write_step_summary,
     writes_allowed,
 )
+from harness.distribution import install_command
 from harness.errors import FixtureError, HarnessError
 from harness.files import write_atomic
 from harness.fixture import SCENARIO_FILE, load_fixture
@@ -325,7 +327,11 @@ def _harness_intercept(request: pytest.FixtureRequest) -> Iterator[None]:
         yield
         return
     session = request.getfixturevalue("header_capture")
-    with session.intercept():
+    with ExitStack() as stack:
+        try:
+            stack.enter_context(session.intercept())
+        except HarnessError as error:  # neither httpx2 nor httpx installed: what to install
+            pytest.fail(f"harness: {error}", pytrace=False)
         yield
 
 
@@ -372,7 +378,7 @@ def header_snapshot(request: pytest.FixtureRequest) -> Any:
         from harness.snapshot import HeaderSnapshotExtension
     except ImportError:  # pragma: no cover - syrupy is in the pytest extra
         pytest.fail(
-            "harness: header_snapshot needs syrupy: pip install 'harness[pytest]'", pytrace=False
+            f"harness: header_snapshot needs syrupy: {install_command('pytest')}", pytrace=False
         )
     return request.getfixturevalue("snapshot").use_extension(HeaderSnapshotExtension)
 
