@@ -624,3 +624,59 @@ def test_independent_sub_agents_sent_concurrently_are_not_drift(pytester: pytest
     pytester.syspathinsert()
     run(pytester, "-p", "no:randomly", "--harness-mode=record").assert_outcomes(passed=1)
     run(pytester, "-p", "no:randomly").assert_outcomes(passed=1)
+
+
+UNMODIFIED = """
+import asyncio
+import anthropic
+
+
+async def run_agent(fixed=False):
+    client = anthropic.AsyncAnthropic(api_key="test")  # the agent makes its own client
+    tools = []
+
+    async def load(name, latency):
+        await asyncio.sleep(latency)
+        tools.append({"name": name, "description": name, "input_schema": {"type": "object"}})
+
+    await asyncio.gather(load("a", 0.02), load("b", 0.01))
+    if fixed:
+        tools.sort(key=lambda tool: tool["name"])
+    reply = await client.messages.create(
+        model="claude-x", max_tokens=10, tools=tools, messages=[{"role": "user", "content": "hi"}]
+    )
+    return reply.content[0].text
+"""
+
+
+def test_an_intercepted_agent_is_judged_by_what_it_sent(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(sender=JUDGE_SENT, unmodified=UNMODIFIED)
+    pytester.makeconftest(
+        """
+        import httpx2, pytest, sender
+
+        @pytest.fixture
+        def harness_upstream():
+            return httpx2.MockTransport(lambda request: httpx2.Response(200, json=sender.message()))
+        """
+    )
+    pytester.makepyfile(
+        test_unmodified="""
+        import pytest
+        import unmodified
+
+        @pytest.mark.header_capture
+        def test_racy(prove_stable):
+            prove_stable(unmodified.run_agent)
+
+        @pytest.mark.header_capture
+        def test_fixed(prove_stable):
+            prove_stable(lambda: unmodified.run_agent(fixed=True))
+        """
+    )
+    pytester.syspathinsert()
+    recording = run(pytester, "-p", "no:randomly", "--harness-mode=record")
+    recording.assert_outcomes(failed=1, passed=1)
+    recording.stdout.fnmatch_lines(["*cause: asyncio completion order (a, b vs b, a)*"])
+    replay = run(pytester, "-p", "no:randomly", "test_unmodified.py::test_fixed")
+    replay.assert_outcomes(passed=1)  # offline, from the cassette the passing test wrote

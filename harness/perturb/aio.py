@@ -30,6 +30,7 @@ import asyncio
 import functools
 import itertools
 import math
+import os
 import random
 import sys
 from collections.abc import Callable, Iterator
@@ -123,8 +124,9 @@ class _Perturbing:
             else:
                 rank = (label, seen)
             self._ranks[task] = rank
-            journal = run.journal
-            task.add_done_callback(lambda _: journal.finished(ASYNCIO, label))
+            if not _machinery(task):  # the program's own tasks are what a report names
+                journal = run.journal
+                task.add_done_callback(lambda _: journal.finished(ASYNCIO, label))
         return rank
 
     def _run_once(self) -> None:
@@ -204,6 +206,17 @@ class _Perturbing:
 def _descending(text: str) -> tuple[int, ...]:
     """A sort key that orders strings in reverse (a prefix after the strings it starts)."""
     return (*(-ord(character) for character in text), 1)
+
+
+_MACHINERY = (os.path.dirname(asyncio.__file__), os.path.dirname(os.path.dirname(__file__)))
+
+
+def _machinery(task: asyncio.Task[Any]) -> bool:
+    """A task of asyncio's own (shutting down generators and executors) or of the harness (the
+    build's wrapper), not of the program."""
+    code = getattr(task.get_coro(), "cr_code", None)
+    filename = getattr(code, "co_filename", "")
+    return not filename or filename.startswith(_MACHINERY)
 
 
 def _task_label(task: asyncio.Task[Any]) -> str:

@@ -12,6 +12,7 @@ perturbed at a time, in the order of `SOURCES`, and names the first that moves t
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -122,7 +123,7 @@ def describe(
         what = "asyncio completion order" if source == ASYNCIO else "thread completion order"
         before = reference.finished_order.get(source, [])
         after = perturbed_journal.finished_order.get(source, [])
-        before, after = _differing(before, after)
+        before, after = _differing(*_common(before, after))
         if not before and not after:
             return what
         return f"{what} ({shown(before)} vs {shown(after)})"
@@ -133,6 +134,24 @@ def describe(
     if not places:
         return what
     return f"{what} ({'; '.join(places[:3])}{'; …' if len(places) > 3 else ''})"
+
+
+def _common(a: list[str], b: list[str]) -> tuple[list[str], list[str]]:
+    """Both orders, keeping only what both runs finished (a client closed by the garbage
+    collector in one run is not part of the race)."""
+    left, right = Counter(a), Counter(b)
+    shared = left & right
+
+    def keep(items: list[str]) -> list[str]:
+        budget = Counter(shared)
+        kept = []
+        for item in items:
+            if budget[item] > 0:
+                budget[item] -= 1
+                kept.append(item)
+        return kept
+
+    return keep(a), keep(b)
 
 
 def _differing(a: list[str], b: list[str]) -> tuple[list[str], list[str]]:
