@@ -38,24 +38,31 @@ def out(text: str = "") -> None:
     print(text)
 
 
-def shipped_fixtures() -> Path:
-    """`fixtures/` in the working directory if it has one, else the one shipped with the source."""
+def project_fixtures() -> Path:
+    """`fixtures/` in the working directory: a command given no PATH works on the project's own
+    recordings, never on the scenarios shipped with the harness (only `harness demo` reads those:
+    a gate that found nothing of the project's must not pass on the demo's)."""
     local = Path("fixtures")
-    if local.is_dir():
-        return local
-    return Path(__file__).resolve().parent.parent / "fixtures"
+    if not local.is_dir():
+        raise FixtureError(
+            local.absolute(),
+            "does not exist: without a PATH the harness reads the project's fixtures/ here",
+            "run it in the project's folder, or pass the recordings' folder; harness demo runs "
+            "the shipped scenarios",
+        )
+    return local
 
 
 def _fixtures(paths: Sequence[str]) -> list[Fixture]:
-    folders = find_fixtures([Path(p) for p in paths] if paths else [shipped_fixtures()])
+    folders = find_fixtures([Path(p) for p in paths] if paths else [project_fixtures()])
     if not folders:
-        raise FixtureError(", ".join(paths) or str(shipped_fixtures()), "holds no scenario folders")
+        raise FixtureError(", ".join(paths) or "fixtures", "holds no scenario folders")
     return [load_fixture(folder) for folder in folders]
 
 
 def _targets(paths: Sequence[str]) -> tuple[list[Fixture], list[Path]]:
     """The scenario folders and the cassettes (SDK projects' recordings) under `paths`."""
-    roots = [Path(p) for p in paths] if paths else [shipped_fixtures()]
+    roots = [Path(p) for p in paths] if paths else [project_fixtures()]
     cassettes = find_cassettes(roots)
     folders: list[Path] = []
     for root in roots:
@@ -226,8 +233,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
 def cmd_record(args: argparse.Namespace) -> int:
     for path in args.scenarios:
         folder = Path(path)
-        if not folder.exists() and (shipped_fixtures() / path).is_dir():
-            folder = shipped_fixtures() / path
+        if not folder.exists() and (Path("fixtures") / path).is_dir():
+            folder = Path("fixtures") / path  # a name under the project's fixtures/
         fixture = load_fixture(folder, scenario_only=True)
         changed = record_fixture(fixture)
         out(f"{fixture.scenario.name}: recorded" + "".join(f"\n  wrote {p}" for p in changed))

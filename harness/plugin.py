@@ -328,10 +328,13 @@ def _harness_intercept(request: pytest.FixtureRequest) -> Iterator[None]:
         return
     session = request.getfixturevalue("header_capture")
     with ExitStack() as stack:
+        problem = None
         try:
             stack.enter_context(session.intercept())
-        except HarnessError as error:  # neither httpx2 nor httpx installed: what to install
-            pytest.fail(f"harness: {error}", pytrace=False)
+        except HarnessError as error:  # neither httpx2 nor httpx: what to install, one line
+            problem = str(error)  # failed outside `except`, or pytest chains the error's report
+        if problem is not None:
+            pytest.fail(f"harness: {problem}", pytrace=False)
         yield
 
 

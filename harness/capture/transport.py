@@ -58,20 +58,21 @@ def installed_libraries() -> list[str]:
 
 def missing_library(name: str | None = None) -> str:
     """What to install when `name` (or, with None, either library) is missing: one line."""
-    extra = install_command("capture")
+    extra = install_command("capture")  # brings httpx2
     if name is None:
         return (
             "capture needs httpx2 or httpx, and neither is installed: "
             f"{extra} (or install the SDK you test: anthropic and openai bring one)"
         )
+    wanted = extra if name == "httpx2" else f"pip install {name}"
     other = [library for library in installed_libraries() if library != name]
     if other:
         return (
             f"capturing through {name} needs the {name} package, which is not installed; this "
             f"environment has {other[0]}: use its clients (header_capture.{other[0]}_client()) "
-            f"or {extra}"
+            f"or {wanted}"
         )
-    return f"capturing through {name} needs the {name} package, which is not installed: {extra}"
+    return f"capturing through {name} needs the {name} package, which is not installed: {wanted}"
 
 
 def transport_for(session: CaptureSession, name: str) -> Any:
