@@ -50,7 +50,7 @@ def demo_source(packaged: Path = PACKAGED, repository: Path = _REPOSITORY) -> De
     raise FixtureError(
         packaged,
         "is missing: this install of the harness has no demo scenarios",
-        f"reinstall it ({install_command()}) or pass scenario folders: harness demo PATH",
+        f"reinstall it with {install_command()}, or pass scenario folders: harness demo PATH",
     )
 
 
