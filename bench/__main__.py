@@ -1,12 +1,14 @@
-"""`python -m bench`: the harness against "vcrpy cassettes + syrupy snapshots", side by side.
+"""`python -m bench`: the harness against its peers and against the floor, side by side.
 
-Prints one Markdown table; `--write-readme` also puts it between the README's bench markers.
-Progress goes to stderr, so stdout is exactly the table. `--quick` is a smaller smoke run.
+Prints the figures as Markdown; `--json PATH` also writes them as one JSON object, and
+`--write-readme` puts the Markdown between the README's bench markers. Progress goes to stderr,
+so stdout is exactly the Markdown. `--quick` is a smaller, shorter run.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 import time
@@ -14,12 +16,26 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench import formats, memory, ordering, peers, pipeline, shuffling, transcript
-from bench.figures import Figures, Shape
+from bench import (
+    formats,
+    memory,
+    ordering,
+    overhead,
+    peers,
+    perturbation,
+    pipeline,
+    shuffling,
+    startup,
+    transcript,
+)
+from bench.bodies import body_bytes, dispatched_requests
+from bench.contest import Entrant, interleaved, whole
+from bench.figures import Figures, PeerFigure, Shape, SizeFigure, to_json
+from bench.floor import floor_check, verify
 from bench.machine import this_machine
 from bench.report import render, write_readme
 from harness.fixture import load_fixture
-from harness.pins import load_pin
+from harness.pins import Pin, load_pin
 from harness.record import pins_root
 
 README = Path(__file__).resolve().parent.parent / "README.md"
@@ -29,38 +45,50 @@ README = Path(__file__).resolve().parent.parent / "README.md"
 class Plan:
     """What to measure, and how many times."""
 
-    check_sizes: tuple[int, ...]  # our pipeline in this process (best of `repeats`)
-    big: int | None  # our pipeline on the largest transcript, in a fresh process, with memory
-    peer_sizes: tuple[int, ...]  # the peer on these (each must be in check_sizes)
+    rounds: dict[int, int]  # transcript size -> interleaved rounds of ours, the floor, the peers
+    big: tuple[int, int] | None  # (large, small): floor ratio, growth, memory in a fresh process
+    big_rounds: int
     order_sizes: tuple[int, ...]
-    permutations: int
+    permutations: int  # shuffle_scenario and prove_stable rows
     shuffle_steps: int
+    overhead_permutations: int
+    overhead_rounds: int
+    startup_pairs: int  # 0: not measured
+    perturbation_rounds: int = 30  # natural and perturbed start-ups, interleaved; 0: not measured
+    perturbation_plugins: int = 50
     tools: int = transcript.TOOLS
     plugins: int = transcript.PLUGINS
     system_bytes: int = transcript.SYSTEM_BYTES
-    repeats: int = 3
-    peer_repeats: int = 1  # the syrupy pass is slow enough to be steady
+    format_repeats: int = 5
+    peer_pool: tuple[peers.Peer, ...] = peers.PEERS
 
     def shape(self, steps: int) -> transcript.Shape:
         return transcript.Shape(steps, self.tools, self.plugins, self.system_bytes)
 
 
 FULL = Plan(
-    check_sizes=(10, 100, 1_000),
-    big=10_000,
-    peer_sizes=(10, 100),
+    rounds={10: 21, 100: 9, 1_000: 5},
+    big=(10_000, 1_000),
+    big_rounds=3,
     order_sizes=(10, 100, 1_000, 10_000),
     permutations=100,
     shuffle_steps=10,
+    overhead_permutations=100,
+    overhead_rounds=7,
+    startup_pairs=30,
 )
 QUICK = Plan(
-    check_sizes=(10, 100),
-    big=1_000,
-    peer_sizes=(10,),
+    rounds={10: 7, 100: 3, 1_000: 2},
+    big=(2_000, 200),
+    big_rounds=2,
     order_sizes=(10, 100, 1_000),
     permutations=20,
     shuffle_steps=10,
-    repeats=2,
+    overhead_permutations=20,
+    overhead_rounds=3,
+    startup_pairs=5,
+    perturbation_rounds=10,
+    format_repeats=2,
 )
 
 
@@ -68,51 +96,79 @@ def _say(message: str) -> None:
     print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
+def _pin(folder: Path) -> Pin:
+    pin = load_pin(pins_root(folder), transcript.PIN)
+    assert pin is not None
+    return pin
+
+
+def contest(plan: Plan, steps: int, folder: Path, root: Path) -> tuple[SizeFigure, Path | None]:
+    """Ours, the floor and every peer that fits, on one transcript, interleaved."""
+    fixture = load_fixture(folder)
+    pin = _pin(folder)
+    verify(fixture, pin)
+    inputs = peers.Inputs(steps, fixture, pin, dispatched_requests(fixture))
+    ours = pipeline.Ours(folder)
+    entrants = [Entrant("ours", ours.run), Entrant("floor", whole(floor_check, fixture, pin))]
+    running: list[tuple[peers.Peer, peers.Prepared]] = []
+    skipped: list[tuple[str, str]] = []
+    cassette = None
+    for peer in plan.peer_pool:
+        if steps > peer.max_steps:
+            skipped.append((peer.name, peer.too_large))
+            continue
+        _say(f"  writing the files of {peer.name}")
+        files = root / "peers" / f"{steps}-{len(running)}"
+        files.mkdir(parents=True)
+        prepared = peer.prepare(inputs, files)
+        running.append((peer, prepared))
+        entrants.append(Entrant(peer.name, whole(prepared.run), rounds=peer.rounds))
+        cassette = prepared.yaml_cassette or cassette
+    del inputs
+    _say(f"  {plan.rounds[steps]} interleaved rounds")
+    interleaved(entrants, plan.rounds[steps])
+    peer_figures = [
+        PeerFigure(
+            peer.name, peer.checks, steps, entrant.median, prepared.file_bytes, len(entrant.times)
+        )
+        for (peer, prepared), entrant in zip(running, entrants[2:], strict=True)
+    ]
+    return SizeFigure(steps, ours.figure(), entrants[1].median, peer_figures, skipped), cassette
+
+
 def run(plan: Plan, root: Path, command: str) -> Figures:
-    sizes = sorted({*plan.check_sizes, *plan.peer_sizes, plan.shuffle_steps})
-    if plan.big is not None:
-        sizes.append(plan.big)
+    sizes = sorted({*plan.rounds, plan.shuffle_steps, *(plan.big or ())})
     folders: dict[int, Path] = {}
     for steps in sizes:
         _say(f"recording the {steps:,}-step transcript")
         folders[steps] = transcript.record(plan.shape(steps), root)
 
-    checks = []
-    for steps in plan.check_sizes:
-        _say(f"our pipeline on {steps:,} steps")
-        checks.append(pipeline.measure(folders[steps], plan.repeats))
+    size_figures, format_figures = [], []
+    for steps in sorted(plan.rounds):
+        _say(f"{steps:,} steps: ours, the floor and the peers")
+        figure, cassette = contest(plan, steps, folders[steps], root)
+        size_figures.append(figure)
+        if cassette is not None:
+            format_figures.append(
+                formats.measure(
+                    folders[steps],
+                    transcript.PIN,
+                    steps,
+                    cassette,
+                    plan.format_repeats,
+                    min(plan.format_repeats, 3),
+                )
+            )
 
     big = None
     if plan.big is not None:
-        _say(f"our pipeline on {plan.big:,} steps, in a fresh process (time and memory)")
-        big = memory.measure(folders[plan.big])
+        large, small = plan.big
+        _say(f"{large:,} and {small:,} steps in a fresh process: floor, growth, memory")
+        big = memory.measure(folders[large], folders[small], plan.big_rounds)
 
-    peer_figures, format_figures = [], []
-    for steps in plan.peer_sizes:
-        _say(f"the peer pipeline on {steps:,} steps (writing its cassette)")
-        fixture = load_fixture(folders[steps])
-        expected = [peers.request_body(r) for r in peers.dispatched_requests(fixture)]
-        cassette = root / "cassettes" / f"{steps}.yaml"
-        peers.write_cassette(cassette, expected, fixture)
-        peer_figures.append(peers.measure(cassette, expected, plan.peer_repeats))
-        format_figures.append(
-            formats.measure(
-                folders[steps],
-                transcript.PIN,
-                steps,
-                cassette,
-                plan.repeats,
-                plan.peer_repeats,
-            )
-        )
-
-    body_bytes = {}
-    for steps in (*plan.check_sizes, *((plan.big,) if plan.big else ())):
-        if steps not in plan.peer_sizes:
-            fixture = load_fixture(folders[steps])
-            pin = load_pin(pins_root(folders[steps]), transcript.PIN)
-            assert pin is not None
-            body_bytes[steps] = peers.body_bytes(fixture, pin)
+    body = {}
+    for steps in sorted({*plan.rounds, *(plan.big or ())}):
+        body[steps] = body_bytes(load_fixture(folders[steps]), _pin(folders[steps]))
 
     _say("order_tools")
     orders = ordering.measure(plan.order_sizes)
@@ -126,23 +182,38 @@ def run(plan: Plan, root: Path, command: str) -> Figures:
         ),
         shuffling.prove(shuffle_fixture.scenario, plan.permutations),
     ]
+    _say(f"prove_stable's own time: {plan.overhead_permutations} permutations")
+    cost = overhead.measure(
+        shuffle_fixture.scenario, plan.overhead_permutations, plan.overhead_rounds
+    )
+    shaken = None
+    if plan.perturbation_rounds:
+        _say(f"the perturbation's cost: {plan.perturbation_rounds} rounds of an agent's start-up")
+        shaken = perturbation.measure(plan.perturbation_plugins, plan.perturbation_rounds)
+    started = None
+    if plan.startup_pairs:
+        _say(f"pytest startup: {plan.startup_pairs} pairs of runs")
+        started = startup.measure(plan.startup_pairs)
     return Figures(
         machine=this_machine(),
         command=command,
         shape=Shape(plan.tools, plan.plugins, plan.system_bytes),
-        checks=checks,
+        sizes=size_figures,
         big=big,
-        peers=peer_figures,
         formats=format_figures,
-        body_bytes=body_bytes,
+        body_bytes=body,
         orders=orders,
         shuffles=shuffles,
+        overhead=cost,
+        startup=started,
+        perturbation=shaken,
     )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="smaller sizes, a smoke run")
+    parser.add_argument("--quick", action="store_true", help="smaller sizes, a shorter run")
+    parser.add_argument("--json", metavar="PATH", type=Path, help="also write the figures as JSON")
     parser.add_argument(
         "--write-readme", action="store_true", help="also write the table into README.md"
     )
@@ -153,6 +224,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         figures = run(QUICK if args.quick else FULL, Path(folder), command)
     text = render(figures)
     print(text)
+    if args.json is not None:
+        args.json.write_text(json.dumps(to_json(figures), indent=2) + "\n", encoding="utf-8")
+        _say(f"wrote the figures to {args.json}")
     if args.write_readme:
         write_readme(README, text)
         _say(f"wrote the table into {README}")
@@ -161,4 +235,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(main(sys.argv[1:]))

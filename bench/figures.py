@@ -1,19 +1,28 @@
-"""Everything one benchmark run measured, and the issue's goals judged on it."""
+"""Everything one benchmark run measured, the issue's goals judged on it, and the JSON form."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from bench.formats import FormatFigure
 from bench.machine import Machine
-from bench.memory import ReplayMemory
+from bench.memory import BigFigure
 from bench.ordering import OrderFigure
-from bench.peers import PeerFigure
+from bench.overhead import OverheadFigure
+from bench.peers import Checks
+from bench.perturbation import PerturbationFigure
 from bench.pipeline import CheckFigure
 from bench.shuffling import ShuffleFigure
+from bench.startup import StartupFigure
 
-SPEEDUP_GOAL = 20.0  # replay + check against the peer pipeline, same transcript
-BIG_STEPS_GOAL_S = 1.0  # the big transcript (10,000 steps) checked in under this
+# ours against the strongest peer on the same transcript: peer time / our time, at least
+PEER_GOALS = {10: 1.0, 100: 3.0, 1_000: 10.0}
+FLOOR_GOAL = 10.0  # the large replay + check within this many times the floor's time
+GROWTH_GOAL = 1.2  # per-step time, large transcript over the one ten times smaller, at most
+OVERHEAD_GOAL_MS = 0.3  # prove_stable's own time per permutation, 200-tool request
+STARTUP_GOAL_MS = 20.0  # added to a pytest run of 0 tests
+PERTURBATION_GOAL = 1.2  # perturbed over natural time of an agent's start-up, at most
 SHUFFLE_GOAL_S = 2.0  # 100 permutations of 50 plugins in under this
 
 
@@ -25,21 +34,53 @@ class Shape:
 
 
 @dataclass(frozen=True)
+class PeerFigure:
+    name: str
+    checks: Checks
+    steps: int
+    seconds: float  # median of its timed runs: read its files, check every request
+    file_bytes: int
+    runs: int
+
+
+@dataclass(frozen=True)
+class SizeFigure:
+    """One transcript: ours, the floor and every peer that ran, interleaved, medians."""
+
+    steps: int
+    ours: CheckFigure
+    floor_s: float  # derivation and comparison only: the floor reads no files
+    peers: list[PeerFigure]
+    skipped: list[tuple[str, str]]  # peers not run on it, and why
+
+    @property
+    def strongest(self) -> PeerFigure | None:
+        """The fastest peer that ran (every peer checks each request's header)."""
+        return min(self.peers, key=lambda peer: peer.seconds, default=None)
+
+    def ratio(self, peer: PeerFigure) -> float:
+        """Peer time over our time (above 1: we are faster)."""
+        return peer.seconds / self.ours.total_s
+
+
+@dataclass(frozen=True)
 class Figures:
     machine: Machine
     command: str
     shape: Shape
-    checks: list[CheckFigure]  # ours, in this process
-    big: ReplayMemory | None  # ours on the largest transcript, in a fresh process
-    peers: list[PeerFigure]  # the peer on the transcripts it can handle
+    sizes: list[SizeFigure]
+    big: BigFigure | None
     formats: list[FormatFigure]
     body_bytes: dict[int, int]  # steps -> request-body bytes a cassette must hold, at least
     orders: list[OrderFigure]
     shuffles: list[ShuffleFigure]
+    overhead: OverheadFigure | None
+    startup: StartupFigure | None
+    perturbation: PerturbationFigure | None = None
     notes: list[str] = field(default_factory=list)
 
-    def check_at(self, steps: int) -> CheckFigure | None:
-        return next((c for c in self.checks if c.steps == steps), None)
+    def at(self, steps: int) -> SizeFigure | None:
+        return next((s for s in self.sizes if s.steps == steps), None)
 
 
 @dataclass(frozen=True)
@@ -49,34 +90,70 @@ class Goal:
     measured: str
 
 
-def _seconds(value: float) -> str:
-    return f"{value * 1000:,.0f} ms" if value < 1 else f"{value:,.1f} s"
+def _x(ratio: float) -> str:
+    return f"{ratio:,.1f}x" if ratio < 10 else f"{ratio:,.0f}x"
 
 
 def goals(figures: Figures) -> list[Goal]:
     found: list[Goal] = []
-    pairs = [(figures.check_at(p.steps), p) for p in figures.peers]
-    ratios = [(c.steps_per_s / p.steps_per_s, p.steps) for c, p in pairs if c is not None]
-    if ratios:
-        worst, at = min(ratios)
+    for steps, wanted in PEER_GOALS.items():
+        size = figures.at(steps)
+        strongest = size.strongest if size is not None else None
+        if size is None or strongest is None:
+            continue
+        ratio = size.ratio(strongest)
         found.append(
             Goal(
-                f"replay + check at least {SPEEDUP_GOAL:.0f}x the peer pipeline's speed on the"
-                " same transcript",
-                worst >= SPEEDUP_GOAL,
-                f"{worst:,.0f}x at {at:,} steps (the lowest of "
-                + ", ".join(f"{r:,.0f}x at {s:,}" for r, s in ratios)
-                + ")",
+                f"at {steps:,} steps, at least {_x(wanted)} the speed of the strongest peer",
+                ratio >= wanted,
+                f"{_x(ratio)} against {strongest.name}",
             )
         )
-    if figures.big is not None:
-        big = figures.big
+    big = figures.big
+    if big is not None:
         found.append(
             Goal(
-                f"{big.steps:,} steps checked in under {BIG_STEPS_GOAL_S:.0f} s",
-                big.replay_s < BIG_STEPS_GOAL_S,
-                f"replay + check {_seconds(big.replay_s)}, plus {_seconds(big.load_s)} to load"
-                " the files",
+                f"{big.steps:,} steps within {FLOOR_GOAL:.0f}x of the floor",
+                big.floor_ratio <= FLOOR_GOAL,
+                f"{_x(big.floor_ratio)} ({big.replay_s * 1e6 / big.steps:,.0f} µs a step against"
+                f" {big.floor_s * 1e6 / big.steps:,.1f} µs)",
+            )
+        )
+        found.append(
+            Goal(
+                f"per-step cost flat from {big.small_steps:,} to {big.steps:,} steps (growth at"
+                f" most {GROWTH_GOAL}x)",
+                big.growth <= GROWTH_GOAL,
+                f"{big.growth:,.2f}x",
+            )
+        )
+    if figures.overhead is not None:
+        overhead = figures.overhead
+        found.append(
+            Goal(
+                f"prove_stable's own time under {OVERHEAD_GOAL_MS} ms per permutation"
+                f" ({overhead.tools}-tool request)",
+                overhead.overhead_ms_per_permutation < OVERHEAD_GOAL_MS,
+                f"{overhead.overhead_ms_per_permutation:,.2f} ms",
+            )
+        )
+    if figures.perturbation is not None:
+        perturbation = figures.perturbation
+        found.append(
+            Goal(
+                f"perturbing an agent's start-up ({perturbation.plugins} plugins) adds at most"
+                f" {PERTURBATION_GOAL - 1:.0%} to its own time",
+                perturbation.ratio <= PERTURBATION_GOAL,
+                f"{perturbation.overhead:+.0%} ({perturbation.natural_ms:,.1f} ms natural,"
+                f" {perturbation.perturbed_ms:,.1f} ms perturbed)",
+            )
+        )
+    if figures.startup is not None:
+        found.append(
+            Goal(
+                f"the plugin adds under {STARTUP_GOAL_MS:.0f} ms to a pytest run of 0 tests",
+                figures.startup.added_ms < STARTUP_GOAL_MS,
+                f"{figures.startup.added_ms:,.1f} ms",
             )
         )
     for shuffle in figures.shuffles:
@@ -85,16 +162,73 @@ def goals(figures: Figures) -> list[Goal]:
                 f"{shuffle.permutations} {shuffle.how} permutations of {shuffle.plugins} plugins"
                 f" in under {SHUFFLE_GOAL_S:.0f} s",
                 shuffle.seconds < SHUFFLE_GOAL_S,
-                _seconds(shuffle.seconds),
+                f"{shuffle.seconds * 1000:,.0f} ms",
             )
         )
     if figures.formats:
-        worst_ratio = min(f.cassette_bytes / f.fixture_bytes for f in figures.formats)
+        worst = min(f.cassette_bytes / f.fixture_bytes for f in figures.formats)
         found.append(
             Goal(
                 "fixture files no larger than the YAML cassette",
                 all(f.fixture_bytes <= f.cassette_bytes for f in figures.formats),
-                f"the cassette is {worst_ratio:,.1f}x larger at least",
+                f"the cassette is {worst:,.1f}x larger at least",
             )
         )
     return found
+
+
+def to_json(figures: Figures) -> dict[str, Any]:
+    """The figures as one JSON object; the issue's keys first, then the detail behind them."""
+    big, overhead, startup = figures.big, figures.overhead, figures.startup
+    perturbation = figures.perturbation
+    strongest = {
+        str(size.steps): size.ratio(peer)
+        for size in figures.sizes
+        if (peer := size.strongest) is not None
+    }
+    return {
+        "ratio_vs_strongest_peer": strongest,
+        "ratio_vs_floor_10k": big.floor_ratio if big is not None else None,
+        "per_step_growth_1k_to_10k": big.growth if big is not None else None,
+        "prove_stable_overhead_ms_per_permutation": (
+            overhead.overhead_ms_per_permutation if overhead is not None else None
+        ),
+        "pytest_startup_added_ms": startup.added_ms if startup is not None else None,
+        "perturbation_overhead_ratio": perturbation.ratio if perturbation is not None else None,
+        "strongest_peer": {
+            str(size.steps): peer.name
+            for size in figures.sizes
+            if (peer := size.strongest) is not None
+        },
+        "sizes": {
+            "peers": [size.steps for size in figures.sizes],
+            "floor_and_growth": [big.small_steps, big.steps] if big is not None else None,
+        },
+        "transcripts": [
+            {
+                "steps": size.steps,
+                "ours_s": size.ours.total_s,
+                "ours_load_s": size.ours.load_s,
+                "ours_replay_s": size.ours.replay_s,
+                "floor_s": size.floor_s,
+                "peers": {
+                    peer.name: {
+                        "seconds": peer.seconds,
+                        "ratio": size.ratio(peer),
+                        "file_bytes": peer.file_bytes,
+                        "checks": peer.checks.__dict__,
+                    }
+                    for peer in size.peers
+                },
+                "not_run": dict(size.skipped),
+            }
+            for size in figures.sizes
+        ],
+        "large": None if big is None else {**big.__dict__, "growth": big.growth},
+        "prove_stable": None if overhead is None else overhead.__dict__,
+        "pytest_startup": None if startup is None else startup.__dict__,
+        "perturbation": None if perturbation is None else perturbation.__dict__,
+        "goals": [goal.__dict__ for goal in goals(figures)],
+        "machine": figures.machine.__dict__,
+        "command": figures.command,
+    }

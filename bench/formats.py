@@ -12,8 +12,10 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench import peers
-from bench.timing import best_of
+from vcr.persisters.filesystem import FilesystemPersister
+from vcr.serializers import yamlserializer
+
+from bench.timing import median_of
 from harness.fixture import (
     ANSWERS_FILE,
     LOG_FILE,
@@ -72,10 +74,12 @@ def measure(
     return FormatFigure(
         steps=steps,
         fixture_bytes=sum(path.stat().st_size for path in fixture_files(folder, pin)),
-        load_s=best_of(lambda: load_fixture(folder), repeats),
-        decode_s=best_of(decode_all, repeats),
-        pin_scan_s=best_of(lambda: scan_secrets(tools_pin), repeats),
-        stdlib_s=best_of(stdlib_all, repeats),
+        load_s=median_of(lambda: load_fixture(folder), repeats),
+        decode_s=median_of(decode_all, repeats),
+        pin_scan_s=median_of(lambda: scan_secrets(tools_pin), repeats),
+        stdlib_s=median_of(stdlib_all, repeats),
         cassette_bytes=cassette.stat().st_size,
-        cassette_load_s=best_of(lambda: peers.load_cassette(cassette), cassette_repeats),
+        cassette_load_s=median_of(
+            lambda: FilesystemPersister.load_cassette(cassette, yamlserializer), cassette_repeats
+        ),
     )

@@ -1,195 +1,222 @@
-"""The peer pipeline: what a "vcrpy cassettes + syrupy snapshots" suite does with a transcript.
+"""The peers: what a suite built from common tools does with the same transcript.
 
-The cassette holds one interaction per model request: the request body as an SDK sends it (the
-Anthropic Messages shape: model, max_tokens, system, tools, messages) and the model's answer as
-the response, written and read with vcrpy's own persister and YAML serializer. The check decodes
-each recorded body and compares it with the expected request through syrupy's default (amber)
-serializer, both sides serialized, string equality: what `assert body == snapshot` does.
+Each peer stores the transcript's requests its own way (written outside any timing) and, when
+timed, reads its files and checks every recorded request against what it expects. Each is
+handed its expected values for free (built before the clock starts), re-runs no agent, rebuilds
+nothing and reads no session log; `Checks` says what each one does check:
 
-The peer is given its expected requests for free (built before the clock starts) and re-runs no
-agent, no rebuild and no invariant; the comparison is generous to it on purpose.
+- vcrpy YAML + syrupy Amber: what default tooling gives. vcrpy's persister and YAML serializer,
+  then each body through syrupy's Amber serializer against its snapshot (Amber sorts keys).
+- vcrpy JSON + `json.loads` + `==`: vcrpy's JSON serializer, each body decoded and compared with
+  the expected body as dicts (dict equality ignores key order).
+- syrupy JSONSnapshotExtension: the JSON cassette, each body through syrupy's JSON serializer
+  (which sorts keys) against its snapshot text.
+- JSON Lines + msgspec typed header + `==`: one body per line, all decoded by msgspec into a
+  typed header struct (the messages are skipped, not decoded), each compared with the expected
+  header (struct equality; the schemas inside are dicts, so key order is not seen).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import msgspec
 from syrupy.extensions.amber import AmberDataSerializer
+from syrupy.extensions.json import JSONSnapshotExtension
 from vcr.persisters.filesystem import FilesystemPersister
 from vcr.request import Request as VcrRequest
-from vcr.serializers import yamlserializer
+from vcr.serializers import jsonserializer, yamlserializer
 
-from bench.timing import timed
-from harness.agent.llm import Request, ScriptedAdapter, ScriptedReply
-from harness.agent.session import (
-    AssistantMessage,
-    Message,
-    TextBlock,
-    ToolResult,
-    ToolResultBlock,
-    UserMessage,
+from bench.bodies import (
+    HEADERS,
+    URL,
+    encoded_bodies,
+    header_fields,
+    request_body,
+    response_body,
 )
+from harness.agent.llm import Request
 from harness.fixture import Fixture
 from harness.pins import Pin
-from harness.scenario import run_sync
-
-URL = "https://api.anthropic.com/v1/messages"
-HEADERS = {"content-type": "application/json", "anthropic-version": "2023-06-01"}
 
 
-def request_body(request: Request) -> dict[str, Any]:
-    """The request as the Anthropic SDK would send it."""
-    body: dict[str, Any] = {"model": request.model, "max_tokens": request.max_tokens}
-    if isinstance(request.system, str):
-        body["system"] = request.system
-    if isinstance(request.tools, tuple):
-        body["tools"] = [
-            {"name": t.name, "description": t.description, "input_schema": t.parameters}
-            for t in request.tools
-        ]
-    body["messages"] = msgspec.to_builtins(request.messages)
-    # Plain JSON values (tuples become lists), as json.loads gives them back.
-    return json.loads(json.dumps(body))  # type: ignore[no-any-return]
+@dataclass(frozen=True)
+class Checks:
+    """What a contender checks beyond "each request's header equals the expected one"."""
+
+    key_order: bool  # a change of key order alone (which moves cache bytes) fails the check
+    messages: bool  # each request's conversation is checked too
+    rebuild: bool  # the header is rebuilt from the same inputs and must come out the same
+    invariant: bool  # each request is frozen and equals what the session log folds to
+    log: bool  # the whole session log is re-derived and compared
+
+    def cells(self) -> list[str]:
+        return ["yes" if on else "no" for on in self.__dict__.values()]
 
 
-def response_body(answer: ScriptedReply, index: int) -> dict[str, Any]:
-    content: list[dict[str, Any]] = []
-    if answer.text:
-        content.append({"type": "text", "text": answer.text})
-    content += [
-        {"type": "tool_use", "id": c.id, "name": c.name, "input": dict(c.input)}
-        for c in answer.tool_calls
-    ]
-    return {
-        "id": f"msg_{index:06d}",
-        "type": "message",
-        "role": "assistant",
-        "content": content,
-        "stop_reason": answer.resolved_stop_reason(),
-    }
+OURS = Checks(key_order=True, messages=True, rebuild=True, invariant=True, log=True)
+CHECK_COLUMNS = ["key order", "messages", "rebuild", "invariant", "log"]
 
 
-def dispatched_requests(fixture: Fixture) -> list[Request]:
-    """Every request the transcript sends, in full (replayed once, outside any timing)."""
-    assert fixture.answers is not None
-    adapter = ScriptedAdapter(fixture.answers.answers)
-    run_sync(fixture.scenario, adapter, rebuild=False, keep_requests=False)
-    return adapter.requests
+@dataclass(frozen=True)
+class Inputs:
+    """One transcript, as the peers receive it."""
+
+    steps: int
+    fixture: Fixture
+    pin: Pin
+    requests: list[Request]  # every dispatched request, in full
+
+    def bodies(self) -> list[dict[str, Any]]:
+        return [request_body(r) for r in self.requests]
 
 
-def write_cassette(path: Path, bodies: Sequence[dict[str, Any]], fixture: Fixture) -> int:
-    """Write the cassette with vcrpy's persister; return its size in bytes."""
-    assert fixture.answers is not None
-    requests = [VcrRequest("POST", URL, json.dumps(body), dict(HEADERS)) for body in bodies]
+@dataclass(frozen=True)
+class Prepared:
+    """A peer's files for one transcript, and the timed run that reads and checks them."""
+
+    file_bytes: int
+    run: Callable[[], int]  # returns how many requests it checked
+    yaml_cassette: Path | None = None  # a vcrpy YAML cassette, for the fixture-size rows
+
+
+def _cassette(path: Path, inputs: Inputs, serializer: Any) -> int:
+    assert inputs.fixture.answers is not None
+    bodies = list(encoded_bodies(inputs.requests))
+    requests = [VcrRequest("POST", URL, body.decode(), dict(HEADERS)) for body in bodies]
     responses = [
         {
             "status": {"code": 200, "message": "OK"},
             "headers": {"content-type": ["application/json"]},
             "body": {"string": json.dumps(response_body(answer, i))},
         }
-        for i, answer in enumerate(fixture.answers.answers[: len(bodies)])
+        for i, answer in enumerate(inputs.fixture.answers.answers[: len(bodies)])
     ]
     FilesystemPersister.save_cassette(
-        path, {"requests": requests, "responses": responses}, yamlserializer
+        path, {"requests": requests, "responses": responses}, serializer
     )
     return path.stat().st_size
 
 
-def load_cassette(path: Path) -> tuple[list[VcrRequest], list[dict[str, Any]]]:
-    loaded = FilesystemPersister.load_cassette(path, yamlserializer)
-    return loaded[0], loaded[1]
-
-
-def check(requests: Sequence[VcrRequest], expected: Sequence[dict[str, Any]]) -> int:
-    """Compare each recorded body with its expected request through syrupy; return the count."""
-    if len(requests) != len(expected):
-        raise AssertionError(f"{len(requests)} recorded requests, {len(expected)} expected")
-    for index, (recorded, wanted) in enumerate(zip(requests, expected, strict=True)):
-        body = json.loads(recorded.body)
-        if AmberDataSerializer.serialize(body) != AmberDataSerializer.serialize(wanted):
-            raise AssertionError(f"request {index + 1} differs from its snapshot")
-    return len(requests)
+def _counted(recorded: Sequence[object], expected: Sequence[object]) -> None:
+    if len(recorded) != len(expected):
+        raise AssertionError(f"{len(recorded)} recorded requests, {len(expected)} expected")
 
 
 @dataclass(frozen=True)
-class PeerFigure:
-    steps: int
-    cassette_bytes: int
-    load_s: float  # vcrpy persister + YAML
-    check_s: float  # json + syrupy on every request
-
-    @property
-    def total_s(self) -> float:
-        return self.load_s + self.check_s
-
-    @property
-    def steps_per_s(self) -> float:
-        return self.steps / self.total_s
+class Peer:
+    name: str
+    checks: Checks
+    max_steps: int  # larger transcripts are not run (the files or the time would not fit)
+    too_large: str  # why, for the table
+    rounds: int  # at most this many timed runs per transcript (the slow ones are steady)
+    prepare: Callable[[Inputs, Path], Prepared]
 
 
-def measure(cassette: Path, expected: Sequence[dict[str, Any]], repeats: int) -> PeerFigure:
-    best: PeerFigure | None = None
-    for _ in range(max(repeats, 1)):
-        load_s, (requests, _) = timed(lambda: load_cassette(cassette))
-        check_s, count = timed(lambda: check(requests, expected))  # noqa: B023 - called at once
-        figure = PeerFigure(count, cassette.stat().st_size, load_s, check_s)
-        if best is None or figure.total_s < best.total_s:
-            best = figure
-    assert best is not None
-    return best
+def _amber(inputs: Inputs, folder: Path) -> Prepared:
+    cassette = folder / "amber.yaml"
+    size = _cassette(cassette, inputs, yamlserializer)
+    snapshots = [AmberDataSerializer.serialize(body) for body in inputs.bodies()]
+
+    def run() -> int:
+        requests, _ = FilesystemPersister.load_cassette(cassette, yamlserializer)
+        _counted(requests, snapshots)
+        for index, recorded in enumerate(requests):
+            if AmberDataSerializer.serialize(json.loads(recorded.body)) != snapshots[index]:
+                raise AssertionError(f"request {index + 1} differs from its snapshot")
+        return len(requests)
+
+    return Prepared(size, run, cassette)
 
 
-def body_bytes(fixture: Fixture, pin: Pin) -> int:
-    """The request bodies a cassette of this transcript must hold at least, in compact JSON.
+def _vcr_json(inputs: Inputs, folder: Path) -> Prepared:
+    cassette = folder / "vcr.json"
+    size = _cassette(cassette, inputs, jsonserializer)
+    expected = inputs.bodies()
 
-    Computed from the log without building any request: every request carries the whole header
-    and the whole conversation so far, so the total grows with steps x (header + conversation).
-    A YAML cassette adds quoting, indentation, responses and HTTP headers on top.
-    """
-    assert fixture.log is not None and fixture.requests is not None
-    first = fixture.requests.requests[0]
-    fields: dict[str, Any] = {"model": first.model, "max_tokens": first.max_tokens}
-    if pin.system:
-        fields["system"] = pin.system
-    if pin.tools.initial:
-        fields["tools"] = [
-            {"name": t.name, "description": t.description, "input_schema": t.parameters}
-            for t in pin.tools.initial
-        ]
-    header = msgspec.json.encode(fields)
-    head = len(header) + len(',"messages":[]')
-    committed = 0  # bytes of committed messages, each followed by a comma
-    count = 0
-    results: list[ToolResultBlock] = []
-    total = 0
+    def run() -> int:
+        requests, _ = FilesystemPersister.load_cassette(cassette, jsonserializer)
+        _counted(requests, expected)
+        for index, recorded in enumerate(requests):
+            if json.loads(recorded.body) != expected[index]:
+                raise AssertionError(f"request {index + 1} differs from the expected body")
+        return len(requests)
 
-    def size(message: Message) -> int:
-        return len(msgspec.json.encode(message))
+    return Prepared(size, run)
 
-    def flush() -> None:
-        nonlocal committed, count
-        if results:
-            committed += size(Message("user", tuple(results))) + 1
-            count += 1
-            results.clear()
 
-    for event in fixture.log.events:
-        if isinstance(event, AssistantMessage):
-            # The request went out just before its answer was logged.
-            pending = size(Message("user", tuple(results))) + 1 if results else 0
-            total += head + committed + pending - (1 if committed or pending else 0)
-            flush()
-            committed += size(Message("assistant", event.content)) + 1
-            count += 1
-        elif isinstance(event, UserMessage):
-            flush()
-            committed += size(Message("user", (TextBlock(event.text),))) + 1
-            count += 1
-        elif isinstance(event, ToolResult):
-            results.append(ToolResultBlock(event.tool_use_id, event.content, event.is_error))
-    return total
+def _syrupy_json(inputs: Inputs, folder: Path) -> Prepared:
+    cassette = folder / "syrupy.json"
+    size = _cassette(cassette, inputs, jsonserializer)
+    extension = JSONSnapshotExtension()
+    snapshots = [extension.serialize(body) for body in inputs.bodies()]
+    size += sum(len(text.encode()) for text in snapshots)  # one snapshot file per request
+
+    def run() -> int:
+        requests, _ = FilesystemPersister.load_cassette(cassette, jsonserializer)
+        _counted(requests, snapshots)
+        for index, recorded in enumerate(requests):
+            if extension.serialize(json.loads(recorded.body)) != snapshots[index]:
+                raise AssertionError(f"request {index + 1} differs from its snapshot")
+        return len(requests)
+
+    return Prepared(size, run)
+
+
+class PeerTool(msgspec.Struct):
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+class PeerHeader(msgspec.Struct):
+    """The header fields of an Anthropic Messages body; the rest of a body is skipped."""
+
+    model: str
+    max_tokens: int
+    system: str = ""
+    tools: list[PeerTool] = []
+
+
+def _jsonl_msgspec(inputs: Inputs, folder: Path) -> Prepared:
+    path = folder / "requests.jsonl"
+    folder.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as handle:
+        for body in encoded_bodies(inputs.requests):
+            handle.write(body + b"\n")
+    expected = msgspec.convert(header_fields(inputs.requests[0], inputs.pin), PeerHeader)
+    decoder = msgspec.json.Decoder(PeerHeader)
+    count = len(inputs.requests)
+
+    def run() -> int:
+        headers = decoder.decode_lines(path.read_bytes())
+        if len(headers) != count:
+            raise AssertionError(f"{len(headers)} recorded requests, {count} expected")
+        for index, header in enumerate(headers):
+            if header != expected:
+                raise AssertionError(f"request {index + 1}'s header differs from the expected")
+        return len(headers)
+
+    return Prepared(path.stat().st_size, run)
+
+
+_WHOLE_BODY = Checks(key_order=False, messages=True, rebuild=False, invariant=False, log=False)
+_SLOW = "not run: its per-request pass over every body would take minutes"
+
+PEERS: tuple[Peer, ...] = (
+    Peer("vcrpy YAML + syrupy Amber", _WHOLE_BODY, 100, _SLOW, 3, _amber),
+    Peer("vcrpy JSON + json.loads + ==", _WHOLE_BODY, 100, "not run: too large", 5, _vcr_json),
+    Peer("syrupy JSONSnapshotExtension", _WHOLE_BODY, 100, _SLOW, 3, _syrupy_json),
+    Peer(
+        "JSON Lines + msgspec typed header + ==",
+        Checks(key_order=False, messages=False, rebuild=False, invariant=False, log=False),
+        1_000,
+        "not run: too large",
+        99,
+        _jsonl_msgspec,
+    ),
+)

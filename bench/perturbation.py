@@ -29,6 +29,11 @@ class PerturbationFigure:
     perturbed_ms: float
 
     @property
+    def ratio(self) -> float:
+        """Perturbed time over natural time (1.2 is 20% more)."""
+        return self.perturbed_ms / self.natural_ms
+
+    @property
     def overhead(self) -> float:
         """Perturbed time over natural time, minus one (0.2 is 20% more)."""
         return self.perturbed_ms / self.natural_ms - 1

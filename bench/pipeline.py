@@ -8,17 +8,60 @@ check that fails measures nothing.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import statistics
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.timing import timed
-from harness.fixture import load_fixture
+from harness.agent.session import StepStart
+from harness.fixture import Fixture, load_fixture
 from harness.replay import replay_fixture
+
+
+def replay_ok(fixture: Fixture) -> bool:
+    """Replay and check `fixture`: True, or AssertionError on any finding."""
+    result = replay_fixture(fixture)
+    if not result.ok:
+        found = "; ".join(finding.message for finding in result.findings[:3])
+        raise AssertionError(f"{fixture.path}: the replay found drift: {found}")
+    return True
+
+
+def steps_of(fixture: Fixture) -> int:
+    """How many steps the recording holds (counted once, outside any timing)."""
+    assert fixture.log is not None
+    return sum(isinstance(event, StepStart) for event in fixture.log.events)
+
+
+@dataclass
+class Ours:
+    """Load + replay + check of one transcript, timed in parts, run as often as asked."""
+
+    folder: Path
+    steps: int = 0
+    loads: list[float] = field(default_factory=list)
+    replays: list[float] = field(default_factory=list)
+
+    def run(self) -> float:
+        start = time.perf_counter()
+        fixture = load_fixture(self.folder)
+        loaded = time.perf_counter()
+        replay_ok(fixture)
+        done = time.perf_counter()
+        self.steps = self.steps or steps_of(fixture)
+        self.loads.append(loaded - start)
+        self.replays.append(done - loaded)
+        return done - start
+
+    def figure(self) -> CheckFigure:
+        return CheckFigure(
+            self.steps, statistics.median(self.loads), statistics.median(self.replays)
+        )
 
 
 @dataclass(frozen=True)
 class CheckFigure:
-    """The best of several load + replay runs of one transcript."""
+    """Medians of several load + replay runs of one transcript."""
 
     steps: int
     load_s: float
@@ -31,18 +74,3 @@ class CheckFigure:
     @property
     def steps_per_s(self) -> float:
         return self.steps / self.total_s
-
-
-def measure(folder: Path, repeats: int) -> CheckFigure:
-    best: CheckFigure | None = None
-    for _ in range(max(repeats, 1)):
-        load_s, fixture = timed(lambda: load_fixture(folder))
-        replay_s, result = timed(lambda: replay_fixture(fixture))  # noqa: B023 - called at once
-        if not result.ok:
-            found = "; ".join(finding.message for finding in result.findings[:3])
-            raise AssertionError(f"{folder}: the replay found drift: {found}")
-        figure = CheckFigure(result.steps, load_s, replay_s)
-        if best is None or figure.total_s < best.total_s:
-            best = figure
-    assert best is not None
-    return best

@@ -1,12 +1,13 @@
-"""Timing on a shared, noisy machine: the best of several runs, with a collection before each.
+"""Timing one call, with a full collection before it, so earlier garbage is not billed to it.
 
-The best run is the one least disturbed by other load; the figures that matter are ratios
-between pipelines measured the same way in the same process.
+`median_of` repeats a call; contenders that are compared with each other run interleaved
+instead (`bench.contest`).
 """
 
 from __future__ import annotations
 
 import gc
+import statistics
 import time
 from collections.abc import Callable
 from typing import TypeVar
@@ -22,6 +23,6 @@ def timed(run: Callable[[], T]) -> tuple[float, T]:
     return time.perf_counter() - start, result
 
 
-def best_of(run: Callable[[], object], repeats: int) -> float:
-    """The fastest of `repeats` runs, in seconds."""
-    return min(timed(run)[0] for _ in range(max(repeats, 1)))
+def median_of(run: Callable[[], object], repeats: int) -> float:
+    """The median of `repeats` runs, in seconds."""
+    return statistics.median(timed(run)[0] for _ in range(max(repeats, 1)))

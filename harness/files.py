@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import stat
@@ -65,6 +66,13 @@ def with_position(data: bytes, message: str) -> str:
     return f"{message} (line {line}, column {column})"
 
 
+@functools.cache
+def _opening(tag: object) -> bytes:
+    """The bytes every file of this kind opens with, as `encode` writes it."""
+    kind = msgspec.json.encode(tag)
+    return b'{\n  "kind": ' + kind + b',\n  "format": ' + str(FORMAT_VERSION).encode() + b",\n"
+
+
 def decode(data: bytes, kind: type[T], path: Path | str) -> T:
     """Decode `data` strictly as `kind`; every failure is one FixtureError line naming `path`."""
     if len(data) > MAX_FILE_BYTES:
@@ -79,6 +87,17 @@ def decode(data: bytes, kind: type[T], path: Path | str) -> T:
         raise FixtureError(
             path, f"is not valid UTF-8 at byte {error.start}", "re-record it"
         ) from None
+    expected_kind = kind.__struct_config__.tag
+    if data.startswith(_opening(expected_kind)):
+        # What the harness writes opens with its kind and format: one typed decode is enough.
+        # Anything else, or any failure, takes the path below, which names the problem.
+        try:
+            value = msgspec.json.decode(data, type=kind)
+        except (msgspec.DecodeError, RecursionError):
+            pass
+        else:
+            if value.format == FORMAT_VERSION:  # a repeated "format" key: the last one counts
+                return value
     try:
         envelope = msgspec.json.decode(data, type=_Envelope)
     except msgspec.ValidationError as error:  # a subclass of DecodeError: it must come first
@@ -94,7 +113,6 @@ def decode(data: bytes, kind: type[T], path: Path | str) -> T:
         ) from None
     except RecursionError:
         raise FixtureError(path, "nests too deeply to be a harness file") from None
-    expected_kind = kind.__struct_config__.tag
     if envelope.kind is msgspec.UNSET or envelope.format is msgspec.UNSET:
         raise FixtureError(path, 'is not a harness file (no "format" and "kind" fields)')
     if envelope.kind != expected_kind:

@@ -16,11 +16,13 @@ order, atomic writes); its names are re-exported here, where they used to live.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import msgspec
 
+from harness.agent.header import messages_json
 from harness.agent.llm import RequestFields, ScriptedReply
 from harness.agent.session import (
     AgentError,
@@ -201,7 +203,7 @@ RecordedEvent = (
 )
 
 
-class MessagesDigest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+class MessagesDigest(msgspec.Struct, frozen=True, forbid_unknown_fields=True, gc=False):
     """A request's messages, by count and SHA-256 of their JSON bytes.
 
     The log already holds every message readably, and the runtime checks at dispatch that a
@@ -213,8 +215,8 @@ class MessagesDigest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     sha256: str
 
     @classmethod
-    def of(cls, messages: tuple[Message, ...]) -> MessagesDigest:
-        return cls(len(messages), hashlib.sha256(msgspec.json.encode(messages)).hexdigest())
+    def of(cls, messages: Sequence[Message]) -> MessagesDigest:
+        return cls(len(messages), hashlib.sha256(messages_json(messages)).hexdigest())
 
 
 class RecordedRequest(

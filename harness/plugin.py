@@ -35,8 +35,6 @@ from harness.ci import (
 )
 from harness.distribution import install_command
 from harness.errors import FixtureError, HarnessError
-from harness.files import write_atomic
-from harness.fixture import SCENARIO_FILE, load_fixture
 from harness.pytest_api import (
     DEFAULT_SHUFFLE,
     PROP_CHAIN,
@@ -192,6 +190,8 @@ class _Controller:
             if key == PROP_WRITE and settings.mode in WRITING_MODES and writes_allowed():
                 path = Path(value["path"])
                 try:
+                    from harness.files import write_atomic
+
                     if write_atomic(path, base64.b64decode(value["data"])):
                         settings.written.append(path)
                 except (HarnessError, OSError) as error:  # a twin made meanwhile, a full disk...
@@ -214,7 +214,11 @@ class _Controller:
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
     config = parent.config
-    if file_path.name != SCENARIO_FILE or not config.getini("harness_collect"):
+    if not config.getini("harness_collect"):
+        return None
+    from harness.fixture import SCENARIO_FILE  # the runtime and the codec load when needed
+
+    if file_path.name != SCENARIO_FILE:
         return None
     fixtures = config.stash[SETTINGS].fixtures.resolve()
     if fixtures not in file_path.resolve().parents:
@@ -226,6 +230,8 @@ class ScenarioFile(pytest.File):
     """A recorded scenario folder; its files are decoded strictly when collected."""
 
     def collect(self) -> Iterator[pytest.Item]:
+        from harness.fixture import load_fixture
+
         settings = self.config.stash[SETTINGS]
         try:
             fixture = load_fixture(self.path.parent, scenario_only=settings.mode in WRITING_MODES)
@@ -405,6 +411,8 @@ def _full_run(session: pytest.Session, settings: Settings) -> bool:
 def _unused(settings: Settings) -> list[Path]:
     if not settings.fixtures.is_dir() or not settings.used:
         return []
+    from harness.fixture import SCENARIO_FILE
+
     return sorted(
         folder
         for folder in (p.parent for p in settings.fixtures.glob(f"*/{SCENARIO_FILE}"))

@@ -28,13 +28,12 @@ import pytest
 
 from harness.ci import MODES, WRITING_MODES, detect_ci
 from harness.errors import HarnessError
-from harness.files import FileContents
-from harness.fixture import Scenario, load_fixture
-from harness.paths import refuse_case_twin, safe_component
 
 if TYPE_CHECKING:
     from harness.agent.context import LoadSchedule
     from harness.check import ScenarioCheck
+    from harness.files import FileContents
+    from harness.fixture import Scenario
     from harness.stability import StabilityResult
 
 U = TypeVar("U")
@@ -168,6 +167,8 @@ def moves_header_reason(item: pytest.Item) -> str | None:
 
 def queue_write(item: pytest.Item, files: Sequence[FileContents]) -> None:
     """Hand files to the controller to write (it writes only in a writing mode, never in CI)."""
+    from harness.paths import refuse_case_twin
+
     for path, _ in files:
         try:
             refuse_case_twin(Path(path))  # the test fails here, before the controller is asked
@@ -206,6 +207,8 @@ class AgentHarness:
         self.seed = settings.seed_for(item.nodeid)
 
     def folder_for(self, scenario: Scenario) -> Path:
+        from harness.paths import safe_component
+
         return self.settings.fixtures / safe_component(scenario.name)
 
     def check(
@@ -235,6 +238,9 @@ class AgentHarness:
         return checked
 
     def _resolve(self, scenario: Scenario | str | Path) -> tuple[Path, Scenario]:
+        from harness.fixture import Scenario, load_fixture
+        from harness.paths import safe_component
+
         if isinstance(scenario, Scenario):
             if scenario.pin is not None:
                 safe_component(scenario.pin.name)

@@ -44,16 +44,21 @@ def _tokens(scenario: Scenario) -> bool:
     return scenario.pin is not None
 
 
-def _replace_session(value: object, session_id: str, kind: type[object]) -> object:
-    data = msgspec.json.encode(value)
-    if session_id:
+def _session_replaced(data: bytes, session_id: str) -> bytes:
+    if session_id and session_id != SESSION_TOKEN:
         data = data.replace(session_id.encode(), SESSION_TOKEN.encode())
-    return msgspec.json.decode(data, type=kind)
+    return data
 
 
-def normalise_events(
-    events: list[LogEvent], session_id: str, pinned: bool
-) -> tuple[RecordedEvent, ...]:
+def _replace_session(value: object, session_id: str, kind: type[object]) -> object:
+    return msgspec.json.decode(_session_replaced(_encode(value), session_id), type=kind)
+
+
+_encode = msgspec.json.Encoder().encode
+
+
+def _event_values(events: Sequence[LogEvent], pinned: bool) -> list[object]:
+    """The events as the log file holds them, before the session id is replaced."""
     normalised: list[object] = []
     for event in events:
         if isinstance(event, RequestHeader):
@@ -71,17 +76,24 @@ def normalise_events(
                     "time": TIME_TOKEN,
                 }
             )
+        elif event.time == TIME_TOKEN:
+            normalised.append(event)  # stamped by the token clock (replay): nothing to hide
         else:
             normalised.append(msgspec.structs.replace(event, time=TIME_TOKEN))
-    result = _replace_session(normalised, session_id, tuple[RecordedEvent, ...])
+    return normalised
+
+
+def normalise_events(
+    events: list[LogEvent], session_id: str, pinned: bool
+) -> tuple[RecordedEvent, ...]:
+    result = _replace_session(_event_values(events, pinned), session_id, tuple[RecordedEvent, ...])
     assert isinstance(result, tuple)
     return result
 
 
-def normalise_requests(
-    requests: Sequence[Request | RecordedRequest], session_id: str, pinned: bool
-) -> tuple[RecordedRequest, ...]:
-    """Requests as the requests file stores them (a Recorder's `dispatched` come digested)."""
+def _request_values(
+    requests: Sequence[Request | RecordedRequest], pinned: bool
+) -> list[RecordedRequest]:
     normalised = []
     for r in requests:
         record = (
@@ -96,9 +108,31 @@ def normalise_requests(
                 tools=TOOLS_TOKEN if isinstance(record.tools, tuple) else record.tools,
             )
         normalised.append(record)
-    result = _replace_session(normalised, session_id, tuple[RecordedRequest, ...])
+    return normalised
+
+
+def normalise_requests(
+    requests: Sequence[Request | RecordedRequest], session_id: str, pinned: bool
+) -> tuple[RecordedRequest, ...]:
+    """Requests as the requests file stores them (a Recorder's `dispatched` come digested)."""
+    values = _request_values(requests, pinned)
+    result = _replace_session(values, session_id, tuple[RecordedRequest, ...])
     assert isinstance(result, tuple)
     return result
+
+
+def recorded_bytes(run: Run) -> tuple[bytes, bytes]:
+    """The JSON of `log_of(run).events` and of `requests_of(run).requests`, without decoding
+    them into the files' types first.
+
+    Equal bytes are equal recordings: when these equal the JSON of a recording's events and
+    requests, decoding them would give that recording's values. Replay compares these first
+    and takes the decoding path (and its drift report) only when they differ.
+    """
+    pinned = _tokens(run.scenario)
+    events = _encode(_event_values(run.recorder.events, pinned))
+    requests = _encode(_request_values(run.recorder.dispatched, pinned))
+    return _session_replaced(events, run.session_id), _session_replaced(requests, run.session_id)
 
 
 def answer_of(reply: Reply | str | None) -> ScriptedReply:
@@ -166,5 +200,5 @@ def write_recording(folder: Path, run: Run, *, answers: bool = True) -> list[Pat
 def record_fixture(fixture: Fixture) -> list[Path]:
     """Run the scenario against its stand-in live model (the scenario's script) and record it."""
     adapter = ScriptedAdapter(fixture.scenario.script, keep_requests=False)
-    run = run_sync(fixture.scenario, adapter, keep_requests=False)
+    run = run_sync(fixture.scenario, adapter, keep_requests=False, share_conversation=True)
     return write_recording(fixture.folder, run)

@@ -23,9 +23,9 @@ from harness.agent.context import LoadSchedule
 from harness.agent.llm import ScriptedAdapter
 from harness.drift import DriftReport, compare, compare_values
 from harness.errors import FixtureError
-from harness.fixture import Fixture
+from harness.fixture import SESSION_TOKEN, TIME_TOKEN, Fixture
 from harness.pins import Pin, check_against_pin, load_pin
-from harness.record import log_of, pins_root, requests_of
+from harness.record import log_of, pins_root, recorded_bytes, requests_of
 from harness.scenario import Run, owners_of, run_sync
 from harness.views import view_of_header
 
@@ -100,11 +100,20 @@ def _builtins(value: Any) -> Any:
 
 
 def compare_recordings(fixture: Fixture, run: Run) -> list[Finding]:
-    """The re-derived log and requests against the recorded ones."""
+    """The re-derived log and requests against the recorded ones.
+
+    Their bytes are compared first (`recorded_bytes`); only a part whose bytes differ is decoded
+    into the files' types and compared value by value, for the drift report.
+    """
     assert fixture.log is not None and fixture.requests is not None
+    log_bytes, requests_bytes = recorded_bytes(run)
+    same_log = log_bytes == msgspec.json.encode(fixture.log.events)
+    same_requests = requests_bytes == msgspec.json.encode(fixture.requests.requests)
+    if same_log and same_requests:
+        return []
     findings: list[Finding] = []
     log, requests = log_of(run), requests_of(run)  # replay compares these two, not the answers
-    if msgspec.json.encode(log.events) != msgspec.json.encode(fixture.log.events):
+    if not same_log and msgspec.json.encode(log.events) != msgspec.json.encode(fixture.log.events):
         report = compare_values(
             _builtins(fixture.log.events),
             _builtins(log.events),
@@ -119,7 +128,7 @@ def compare_recordings(fixture: Fixture, run: Run) -> list[Finding]:
             )
         )
     recorded, replayed = fixture.requests.requests, requests.requests
-    for index in range(max(len(recorded), len(replayed))):
+    for index in range(0 if same_requests else max(len(recorded), len(replayed))):
         if index >= len(recorded) or index >= len(replayed):
             findings.append(
                 Finding(
@@ -199,6 +208,10 @@ def pin_findings(
     ]
 
 
+def _token_clock() -> str:
+    return TIME_TOKEN
+
+
 def replay_fixture(
     fixture: Fixture,
     *,
@@ -215,7 +228,17 @@ def replay_fixture(
     # the comparison needs only their digests, which the recorder keeps.
     adapter = ScriptedAdapter(fixture.answers.answers, keep_requests=False)
     try:
-        run = run_sync(fixture.scenario, adapter, schedule=schedule, keep_requests=False)
+        run = run_sync(
+            fixture.scenario,
+            adapter,
+            schedule=schedule,
+            keep_requests=False,
+            # Normalisation replaces the session id and every time with these tokens: a run
+            # that uses them as they are has nothing to replace (the log's bytes are the same).
+            session_id=SESSION_TOKEN,
+            clock=_token_clock,
+            share_conversation=True,  # requests are only digested: they share one conversation
+        )
     except Exception as error:  # a scenario that cannot even boot is a finding, not a crash
         return ReplayResult(
             fixture, None, [Finding("error", f"the scenario failed to run: {error}")]

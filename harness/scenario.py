@@ -23,6 +23,7 @@ from harness.agent.llm import REQUEST_EVENT, Adapter, LlmRuntime, Reply, Request
 from harness.agent.session import (
     SESSION_EVENT,
     AgentError,
+    Conversation,
     Header,
     LogEvent,
     Message,
@@ -33,6 +34,7 @@ from harness.agent.session import (
     TurnEnd,
     canonical_header,
     header_equals,
+    utc_now,
 )
 from harness.agent.system_prompt import (
     ASSEMBLE_EVENT,
@@ -133,7 +135,7 @@ class ScenarioPlugin:
             # Assembly copies what it collects through JSON (ToolSchema.copy_of), so handing it
             # the shared frozen copies changes no byte; they are made once per distinct tool, not
             # at every boot and every assembly.
-            schemas = [ToolSchema.frozen_copy_of(tool.schema()) for tool in self.spec.tools]
+            schemas = tuple(ToolSchema.frozen_copy_of(tool.schema()) for tool in self.spec.tools)
             prompt.add_tool_provider(lambda: schemas)
             for tool in self.spec.tools:
                 tools.register_handler(tool.name, _handler(tool))
@@ -186,9 +188,10 @@ class MessagesDigester:
     the messages that are new since the previous request.
 
     A request built from the session's fold holds the very tuple `session.messages()` returns
-    (that identity is the proof of equality), whose committed prefix only grows at its end while
-    the fold lasts: the SHA-256 of its JSON array is carried forward message by message. Any other
-    request is digested from scratch.
+    (or the very Conversation `session.conversation()` returns: that identity is the proof of
+    equality), whose committed messages only grow at the end of the fold's store: the SHA-256
+    of its JSON array is carried forward message by message. Any other request is digested
+    from scratch.
     """
 
     def __init__(self) -> None:
@@ -196,21 +199,25 @@ class MessagesDigester:
         self._count = 0
         self._hash = hashlib.sha256(b"[")
 
-    def digest(self, messages: tuple[Message, ...], session: Session | None) -> MessagesDigest:
-        if session is None or messages is not session.messages():
+    def digest(self, messages: Sequence[Message], session: Session | None) -> MessagesDigest:
+        if session is None:
+            return MessagesDigest.of(messages)
+        shared = isinstance(messages, Conversation)
+        if messages is not (session.conversation() if shared else session.messages()):
             return MessagesDigest.of(messages)
         fold = session.fold()
-        messages, committed = fold.parts()
+        store, pending = fold.committed()
+        committed = len(store)
         if fold is not self._fold or committed < self._count:
             self._fold, self._count, self._hash = fold, 0, hashlib.sha256(b"[")
-        for message in messages[self._count : committed]:
+        for message in store[self._count : committed]:
             self._hash.update(b"," + _encode(message) if self._count else _encode(message))
             self._count += 1
         running = self._hash.copy()
-        for position, message in enumerate(messages[committed:], start=committed):
-            running.update(b"," + _encode(message) if position else _encode(message))
+        if pending is not None:
+            running.update(b"," + _encode(pending) if committed else _encode(pending))
         running.update(b"]")
-        return MessagesDigest(len(messages), running.hexdigest())
+        return MessagesDigest(committed + (pending is not None), running.hexdigest())
 
 
 _encode = msgspec.json.Encoder().encode
@@ -300,15 +307,15 @@ class Run:
 def _rebuild_listener(
     ctx: Context, mismatches: list[RebuildMismatch]
 ) -> Callable[[Request, Callable[[], Awaitable[Request]]], Awaitable[Request]]:
+    # A service is provided once and never replaced: look them up once, not at every step.
+    session, prompt, llm = ctx.get(Session), ctx.get(SystemPrompt), ctx.get(LlmRuntime)
+
     async def rebuild(request: Request, next_: Callable[[], Awaitable[Request]]) -> Request:
         result = await next_()
-        session = ctx.get(Session)
         # Every listener runs again (read_only only lets an assembly no listener sees share
         # frozen tool copies); a listener with hidden state assembles other tools here.
-        assembly = await ctx.get(SystemPrompt).assemble(read_only=True)
-        rebuilt = canonical_header(
-            ctx.get(LlmRuntime).config, render_prompt(assembly), assembly.tools
-        )
+        assembly = await prompt.assemble(read_only=True)
+        rebuilt = canonical_header(llm.config, render_prompt(assembly), assembly.tools)
         logged = session.header()
         if logged is not None and not header_equals(logged, rebuilt):
             mismatches.append(RebuildMismatch(session.count(StepStart), logged, rebuilt))
@@ -326,11 +333,16 @@ async def run_scenario(
     rebuild: bool = True,
     session_id: str | None = None,
     keep_requests: bool = True,
+    clock: Callable[[], str] = utc_now,
+    share_conversation: bool = False,
 ) -> Run:
     """Run every loop of the scenario; each loop boots afresh over the log so far (a resume).
 
     `session_id` fixes the session's id (default: a fresh uuid, which normalisation hides).
     `keep_requests=False` keeps dispatched requests as digests only (see `Recorder`).
+    `clock` stamps the events' times (normalisation hides them too). `share_conversation`:
+    requests hold a Conversation, not a tuple (see `boot_agent`); for a run whose requests are
+    only digested (`keep_requests=False`, and an adapter that keeps none).
     """
     plugins = [ScenarioPlugin(spec) for spec in scenario.plugins]
     if plugin_order is not None:
@@ -351,6 +363,8 @@ async def run_scenario(
             session_id=session_id,
             log=log,
             variables=scenario.variables,
+            clock=clock,
+            share_conversation=share_conversation,
         )
         orders.append(agent.registration_order)
         recorder.attach(agent.ctx)

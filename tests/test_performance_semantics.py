@@ -10,6 +10,7 @@ change) on random inputs, so a fast path cannot drift from what it stands for.
 from __future__ import annotations
 
 import asyncio
+import gc
 import itertools
 import re
 from pathlib import Path
@@ -17,9 +18,10 @@ from typing import Any
 
 import msgspec
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from harness import files
 from harness.agent import (
     Context,
     FrozenDict,
@@ -36,7 +38,8 @@ from harness.agent import (
     deep_freeze,
     header_equals,
 )
-from harness.agent.frozen import extend_frozen, is_deep_frozen
+from harness.agent.frozen import FrozenList, extend_frozen, is_deep_frozen
+from harness.agent.header import Conversation, messages_json
 from harness.agent.session import (
     AgentError,
     AssistantMessage,
@@ -61,13 +64,16 @@ from harness.agent.system_prompt import (
     ASSEMBLE_EVENT,
     TOOL_ORDER_REST,
     PromptAssembly,
+    PromptAssemblyError,
     PromptRenderError,
     Section,
     ToolOrderError,
+    check_assembly,
     order_tools,
     render_prompt,
 )
-from harness.fixture import MessagesDigest, find_fixtures, load_fixture
+from harness.errors import FixtureError
+from harness.fixture import LogFile, MessagesDigest, RecordedRequest, find_fixtures, load_fixture
 from harness.scenario import run_sync
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -193,6 +199,8 @@ tool_ids = st.sampled_from(["c1", "c2", "c3"])
 blocks = st.one_of(
     st.builds(TextBlock, st.text(max_size=5)),
     st.builds(ToolUseBlock, tool_ids, st.sampled_from(["bash", "read"]), st.just({"a": [1]})),
+    # a set stays a set: the message, and every conversation holding it, is not deep-frozen
+    st.builds(ToolUseBlock, tool_ids, st.just("bash"), st.just({"s": {1}})),
 )
 headers = st.builds(
     lambda system, names: canonical_header(
@@ -246,7 +254,12 @@ def assert_fold_agrees(session: Session) -> None:
     messages = session.messages()
     assert enc(messages) == enc(derive_messages(log))
     assert messages == derive_messages(log)
-    assert is_deep_frozen(messages)
+    assert is_deep_frozen(messages) == reference_is_deep_frozen(derive_messages(log))
+    fold = session.fold()  # for a plain list, a fresh fold: take both from the same one
+    assert_conversation_is(fold.conversation(), fold.messages())
+    assert session.conversation() == messages
+    if isinstance(session.log, EventLog):
+        assert session.conversation() is session.conversation()  # until a message changes
     assert session.header() is fold_header(log)
     for kind in (StepStart, StepEnd, TurnStart, RequestHeader, UserMessage, ToolResult):
         assert session.count(kind) == sum(isinstance(e, kind) for e in log)
@@ -258,8 +271,50 @@ def assert_fold_agrees(session: Session) -> None:
     assert len(folded) - committed in (0, 1)
 
 
+def assert_conversation_is(conversation: Conversation, messages: tuple[Any, ...]) -> None:
+    """A Conversation is the tuple of its messages in every way but its type."""
+    assert conversation == messages and messages == conversation
+    assert (conversation != messages) is False
+    try:
+        hashed = hash(messages)
+    except TypeError:  # a set inside: neither hashes
+        with pytest.raises(TypeError):
+            hash(conversation)
+    else:
+        assert hash(conversation) == hashed
+    assert len(conversation) == len(messages)
+    assert all(a is b for a, b in zip(conversation, messages, strict=True))
+    size = len(messages)
+    assert all(conversation[i] is messages[i] for i in range(-size, size))
+    for index in (size, -size - 1):
+        with pytest.raises(IndexError):
+            conversation[index]
+    for part in (slice(1, None), slice(None, -1), slice(None, None, -1), slice(0, 9, 2)):
+        assert conversation[part] == messages[part]
+    assert list(reversed(conversation)) == list(reversed(messages))
+    assert messages_json(conversation) == enc(messages)
+    assert is_deep_frozen(conversation) == is_deep_frozen(messages)
+    assert deep_freeze(conversation) is conversation
+    assert (messages[-1] in conversation) if messages else (len(conversation) == 0)
+
+
 @SETTINGS
 @given(script=st.lists(st.tuples(actions, st.booleans()), max_size=25))
+@example(
+    script=[
+        (("append", UserMessage(text="hi")), True),
+        (
+            (
+                "append",
+                AssistantMessage(
+                    content=(ToolUseBlock("c1", "bash", {"s": {1}}),), stop_reason="tool_use"
+                ),
+            ),
+            True,
+        ),
+        (("append", ToolResult(tool_use_id="c1", name="bash", content="r")), True),
+    ]
+)
 def test_the_incremental_fold_agrees_with_the_reference_functions(
     script: list[tuple[tuple[str, Any], bool]],
 ) -> None:
@@ -460,16 +515,33 @@ def test_a_read_only_assembly_has_the_bytes_of_a_plain_one() -> None:
     prompt.add_tool_provider(runtime.schemas)
     frozen = [deep_freeze(ToolSchema("z", "", {"type": "object", "x": [1]}))]
     prompt.add_tool_provider(lambda: frozen)
-    for name in "cab":
-        runtime.register(ToolSchema(name, "", {"type": "object", "properties": {}}))
+    mutable = [ToolSchema("m", "", {"type": "object", "properties": {}})]  # not a registry's
+    prompt.add_tool_provider(lambda: mutable)
+    disposers = {
+        name: runtime.register(ToolSchema(name, "", {"type": "object", "properties": {}}))
+        for name in "cab"
+    }
     for _ in range(2):
         plain = run(prompt.assemble())
         shared = run(prompt.assemble(read_only=True))
         assert enc(shared.tools) == enc(plain.tools)
         assert all(is_deep_frozen(t) for t in shared.tools)
         assert not any(is_deep_frozen(t) for t in plain.tools)
-    runtime.schemas()[0].parameters["properties"]["new"] = {}  # an in-place edit is seen
-    assert enc(run(prompt.assemble(read_only=True)).tools) == enc(run(prompt.assemble()).tools)
+    before = run(prompt.assemble(read_only=True)).tools
+    # The fallback: a provider's own mutable schema edited in place is seen (re-encoded).
+    mutable[0].parameters["properties"]["new"] = {}
+    after = run(prompt.assemble(read_only=True)).tools
+    assert enc(after) == enc(run(prompt.assemble()).tools) != enc(before)
+    assert next(t for t in after if t.name == "m").parameters["properties"] == {"new": {}}
+    # The registry's schemas are frozen (decision 0012): an edit in place raises, and a schema
+    # registered anew is seen.
+    with pytest.raises(FrozenError):
+        runtime.schemas()[0].parameters["properties"]["new"] = {}
+    disposers["c"]()
+    runtime.register(ToolSchema("c", "new", {"type": "object", "properties": {}}))
+    changed = run(prompt.assemble(read_only=True)).tools
+    assert [t.description for t in changed if t.name == "c"] == ["new"]
+    assert enc(changed) == enc(run(prompt.assemble()).tools)
 
     async def edit(assembly: PromptAssembly, next_: Any) -> Any:
         assembly.tools[0].parameters["edited"] = True  # a listener may edit its copies
@@ -479,6 +551,240 @@ def test_a_read_only_assembly_has_the_bytes_of_a_plain_one() -> None:
     edited = run(prompt.assemble(read_only=True))
     assert edited.tools[0].parameters["edited"] is True
     assert "edited" not in runtime.schemas()[0].parameters
+
+
+# What may change between two assemblies. The fast path (read-only, no listener) must give
+# exactly what assembling from scratch gives, or raise what it raises.
+prompt_changes = st.one_of(
+    st.tuples(st.just("register"), st.sampled_from(["a", "b", "c", "", "𝔵"])),
+    st.tuples(st.just("dispose"), st.integers(0, 5)),
+    st.tuples(st.just("same tuple"), st.none()),
+    st.tuples(st.just("new tuple"), st.sampled_from(["a", "d", ""])),
+    st.tuples(st.just("new frozen tuple"), st.sampled_from(["a", "g", ""])),
+    st.tuples(st.just("async provider"), st.none()),
+    st.tuples(st.just("edit tuple member"), st.integers(0, 3)),
+    st.tuples(st.just("edit mutable"), st.integers(0, 3)),
+    st.tuples(st.just("variable"), st.sampled_from(["/w", "/v", None])),
+    st.tuples(st.just("section"), st.sampled_from([0, 100, 2000])),
+    st.tuples(st.just("complete"), st.none()),
+    st.tuples(st.just("drop section"), st.none()),
+    st.tuples(st.just("replace section"), st.sampled_from([0, 100, 2000])),
+    st.tuples(st.just("tool order"), orders),
+    st.tuples(st.just("listener"), st.none()),
+    st.tuples(st.just("second prompt"), st.none()),
+)
+
+
+def awaiting(tools: tuple[ToolSchema, ...]) -> Any:
+    """An async tool provider returning `tools`."""
+
+    async def provide() -> tuple[ToolSchema, ...]:
+        return tools
+
+    return provide
+
+
+def reference_assembly(prompt: SystemPrompt) -> tuple[bytes, str | None]:
+    """Sections, tools and rendered text computed from scratch, as the spec says."""
+    sections = [s for s in prompt._sections if s.complete]
+    if len(sections) > 1:
+        raise PromptAssemblyError("more than one complete system prompt section")
+    sections = sections or sorted(prompt._sections, key=lambda s: s.order)
+    tools = order_tools(run(prompt.collect_tools()), prompt.config.tool_order)
+    check_assembly(PromptAssembly(list(sections), tools, dict(prompt.variables)))
+    assembly = PromptAssembly(list(sections), tools, dict(prompt.variables))
+    try:
+        text = render_prompt(PromptAssembly(list(sections), [], dict(prompt.variables)))
+    except PromptRenderError:
+        text = None
+    return enc(assembly), text
+
+
+@settings(SETTINGS, max_examples=200)
+@given(changes=st.lists(prompt_changes, max_size=12), with_list=st.booleans())
+@example(changes=[("tool order", [TOOL_ORDER_REST, "a"]), ("tool order", None)], with_list=False)
+@example(changes=[("tool order", ["a", "ghost", TOOL_ORDER_REST])], with_list=True)
+@example(changes=[("register", "b"), ("dispose", 0), ("register", "")], with_list=True)
+@example(changes=[("new tuple", "d"), ("same tuple", None), ("new tuple", "")], with_list=True)
+@example(changes=[("edit mutable", 1), ("variable", "/w"), ("edit mutable", 2)], with_list=True)
+@example(
+    changes=[("variable", "/w"), ("section", 0), ("drop section", None), ("variable", None)],
+    with_list=True,
+)
+@example(changes=[("complete", None), ("complete", None), ("drop section", None)], with_list=True)
+@example(changes=[("variable", "/w"), ("section", 0), ("replace section", 2000)], with_list=True)
+@example(
+    changes=[("new frozen tuple", "g"), ("same tuple", None), ("register", "b"), ("dispose", 0)],
+    with_list=False,
+)
+@example(
+    changes=[("async provider", None), ("new frozen tuple", "a"), ("async provider", None)],
+    with_list=False,
+)
+@example(changes=[("variable", "/w"), ("listener", None), ("second prompt", None)], with_list=True)
+@example(
+    changes=[("new tuple", "d"), ("edit tuple member", 1), ("edit tuple member", 2)],
+    with_list=False,
+)
+def test_a_read_only_assembly_is_assembling_from_scratch(
+    changes: list[tuple[str, Any]], with_list: bool
+) -> None:
+    ctx = Context()
+    runtime = ToolRuntime()
+    prompt = SystemPrompt(ctx, SystemPromptConfig())
+    prompt.set_variable("platform", "linux")
+    prompt.add_tool_provider(runtime.frozen_schemas)
+    own = [(deep_freeze(ToolSchema("e", "", {"type": "object"})),)]
+    prompt.add_tool_provider(lambda: own[0])
+    mutable = [ToolSchema("m", "", {"type": "object", "properties": {}})]
+    if with_list:  # a provider returning a list: never proven unchanged by identity alone
+        prompt.add_tool_provider(lambda: mutable)
+    disposers: list[Any] = []
+    removers: list[Any] = []
+    for action, value in [("register", "a"), *changes]:
+        if action == "register":
+            disposers.append(runtime.register(ToolSchema(value, "", {"type": "object"})))
+        elif action == "dispose" and disposers:
+            disposers.pop(value % len(disposers))()
+        elif action == "same tuple":
+            own[0] = (*own[0],)  # the same objects in a new tuple
+        elif action == "new tuple":
+            own[0] = (*own[0], ToolSchema(value, "x", {"type": "object"}))
+        elif action == "new frozen tuple":
+            own[0] = (*own[0], deep_freeze(ToolSchema(value, "f", {"type": "object"})))
+        elif action == "edit tuple member":  # a tuple is immutable, its schemas' dicts are not
+            editable = [t for t in own[0] if not is_deep_frozen(t)]
+            if editable:
+                editable[-1].parameters[f"x{value}"] = value
+        elif action == "async provider":
+            prompt.add_tool_provider(awaiting(own[0]))
+        elif action == "edit mutable":
+            mutable[0].parameters["properties"][f"p{value}"] = {}
+        elif action == "variable":
+            prompt.set_variable("cwd", value)
+        elif action == "section":
+            removers.append(prompt.add_section(Section(f"s{value}", f"at {value}", value)))
+        elif action == "complete":
+            removers.append(prompt.add_section(Section("whole", "complete", complete=True)))
+        elif action == "drop section" and removers:
+            removers.pop()()
+        elif action == "replace section" and removers:  # as many sections, another one
+            removers.pop()()
+            removers.append(prompt.add_section(Section(f"r{value}", f"now {value}", value)))
+        elif action == "tool order":
+            prompt.config = SystemPromptConfig(tool_order=tuple(value) if value else msgspec.UNSET)
+        elif action == "listener":
+            ctx.on(ASSEMBLE_EVENT, lambda assembly, next_: next_())  # observed from now on
+        elif action == "second prompt":
+            SystemPrompt(ctx)  # a second invariant listener on the same context
+        try:
+            expected, text = reference_assembly(prompt)
+        except (ToolOrderError, PromptAssemblyError) as error:
+            with pytest.raises(type(error)):
+                run(prompt.assemble(read_only=True))
+            continue
+        for _ in range(2):  # the second time from what the first remembered
+            assembly = run(prompt.assemble(read_only=True))
+            assert enc(assembly) == expected
+            if text is None:
+                with pytest.raises(PromptRenderError):
+                    render_prompt(assembly)
+                continue
+            rendered = render_prompt(assembly)
+            assert rendered == text
+            header = canonical_header(CONFIG, rendered, assembly.tools)
+            assert header_bytes(header) == header_bytes(
+                canonical_header(CONFIG, rendered, list(assembly.tools))
+            )
+
+
+def test_a_read_only_assembly_refuses_changes_and_a_later_bad_tool_is_still_refused() -> None:
+    ctx = Context()
+    prompt = SystemPrompt(ctx, SystemPromptConfig())
+    tools = [(deep_freeze(ToolSchema("a", "", {})),)]
+    prompt.add_tool_provider(lambda: tools[0])
+    assembly = run(prompt.assemble(read_only=True))
+    assert type(assembly.tools) is FrozenList and type(assembly.sections) is FrozenList
+    for change in (
+        lambda: assembly.tools.append(assembly.tools[0]),
+        lambda: assembly.tools.reverse(),
+        lambda: assembly.sections.pop(),
+        lambda: assembly.tools.__setitem__(0, assembly.tools[0]),
+    ):
+        with pytest.raises(FrozenError):
+            change()
+    assert list(assembly.tools) == list(tools[0])
+    assert type(run(prompt.assemble()).tools) is list  # a plain assembly stays editable
+    tools[0] = (deep_freeze(ToolSchema("", "", {})),)  # the check is not skipped for new tools
+    for _ in range(2):
+        with pytest.raises(PromptAssemblyError, match="without a name"):
+            run(prompt.assemble(read_only=True))
+
+
+def cyclic_garbage(work: Any) -> int:
+    """How many objects `work` left that only the cyclic garbage collector could free."""
+    gc.collect()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        work()
+        gc.collect()
+        return len(gc.garbage)
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+
+
+def test_a_waterfall_leaves_no_reference_cycle_behind() -> None:
+    ctx = Context()
+
+    async def add(value: int, next_: Any) -> int:
+        return int(await next_(value + 1))
+
+    ctx.on("e", add)
+    ctx.on("e", add)
+
+    def waterfalls() -> None:
+        async def main() -> None:
+            for _ in range(50):
+                assert await ctx.waterfall("e", 1) == 3
+
+        run(main())
+
+    assert cyclic_garbage(waterfalls) == cyclic_garbage(lambda: None) == 0
+
+
+def test_a_longer_session_leaves_no_more_cyclic_garbage_and_its_values_are_untracked() -> None:
+    from harness.agent import boot_agent
+    from harness.agent.apps import AgentCoreConfig
+    from harness.agent.llm import ScriptedReply, ScriptedToolCall
+
+    def session(turns: int) -> Any:
+        replies = []
+        for turn in range(turns):
+            replies += [
+                ScriptedReply(text="x", tool_calls=(ScriptedToolCall(f"c{turn}", "t", {"a": 1}),)),
+                ScriptedReply(text="done"),
+            ]
+
+        async def main() -> Any:
+            agent = await boot_agent(
+                AgentCoreConfig(),
+                adapter=ScriptedAdapter(replies, keep_requests=False),  # the requests live on
+                variables={"cwd": "/w", "platform": "linux"},
+            )
+            agent.tools.register(ToolSchema("t", "", {}), lambda _: "ok")
+            for _ in range(turns):
+                assert (await agent.turn("go")).reason == "completed"
+            return agent.session
+
+        return run(main())
+
+    # Ten more turns (twenty more steps) leave next to nothing more (a cache entry or two):
+    # a cycle per step would leave at least three objects a step.
+    assert cyclic_garbage(lambda: session(12)) - cyclic_garbage(lambda: session(2)) < 10
+    done = session(2)
+    assert not any(gc.is_tracked(event) for event in done.log)
+    assert not any(gc.is_tracked(message) for message in done.messages())
 
 
 def test_render_remembers_successes_and_still_refuses_errors() -> None:
@@ -527,6 +833,124 @@ def test_recorded_digests_are_the_digests_of_the_full_requests(folder: Path) -> 
     lean = run_sync(fixture.scenario, lean_adapter, keep_requests=False, session_id="s")
     assert [enc(r) for r in lean.recorder.dispatched] == [enc(r) for r in recorded]
     assert len(lean.recorder.requests) == len(adapter.requests)
+
+
+def lean_run(fixture: Any, **options: Any) -> Any:
+    adapter = ScriptedAdapter(fixture.answers.answers, keep_requests=False)
+    return run_sync(fixture.scenario, adapter, keep_requests=False, **options)
+
+
+@pytest.mark.parametrize("folder", shipped(), ids=lambda p: p.name)
+def test_a_shared_conversation_gives_the_run_tuples_give(folder: Path) -> None:
+    fixture = load_fixture(folder)
+    plain, shared = (
+        lean_run(fixture, session_id="s", clock=lambda: "T", share_conversation=flag)
+        for flag in (False, True)
+    )
+    assert enc(shared.recorder.events) == enc(plain.recorder.events)
+    assert enc(shared.recorder.dispatched) == enc(plain.recorder.dispatched)
+    assert enc(shared.turn_ends) == enc(plain.turn_ends)
+    assert [(m.step, header_bytes(m.rebuilt)) for m in shared.rebuilds] == [
+        (m.step, header_bytes(m.rebuilt)) for m in plain.rebuilds
+    ]
+
+
+@pytest.mark.parametrize("share", [False, True], ids=["tuples", "shared"])
+@pytest.mark.parametrize(
+    ("replace", "fails"),
+    [
+        (lambda messages: tuple(messages), None),  # equal messages, another object: compared
+        (lambda messages: tuple(messages)[:-1], "messages differ from the log's"),
+        (
+            lambda messages: Conversation([*messages][:-1], len(messages) - 1, frozen=True),
+            "messages differ from the log's",
+        ),
+        (lambda messages: Conversation([*messages], len(messages), frozen=True), None),
+        (lambda messages: Conversation([*messages], len(messages)), "not deep-frozen"),
+    ],
+    ids=["equal tuple", "shorter tuple", "shorter view", "equal view", "unchecked view"],
+)
+def test_the_invariant_compares_messages_that_are_not_the_sessions_own(
+    share: bool, replace: Any, fails: str | None
+) -> None:
+    from harness.agent import REQUEST_EVENT, boot_agent
+    from harness.agent.apps import AgentCoreConfig
+    from harness.agent.llm import ScriptedReply, ScriptedToolCall
+
+    replies = [
+        ScriptedReply(tool_calls=(ScriptedToolCall("c1", "t"),)),
+        ScriptedReply(text="done"),
+    ]
+
+    async def main() -> Any:
+        agent = await boot_agent(
+            AgentCoreConfig(),
+            adapter=ScriptedAdapter(replies),
+            share_conversation=share,
+            variables={"cwd": "/w", "platform": "linux"},
+        )
+        agent.tools.register(ToolSchema("t", "", {}), lambda _: "ok")
+
+        async def swap(request: Any, next_: Any) -> Any:
+            return await next_(request.replace(messages=replace(request.messages)))
+
+        agent.ctx.on(REQUEST_EVENT, swap)
+        return await agent.turn("hi")
+
+    end = run(main())
+    if fails:
+        assert end.reason == "error" and fails in end.message
+    else:
+        assert end.reason == "completed"
+
+
+@pytest.mark.parametrize("folder", shipped(), ids=lambda p: p.name)
+def test_comparing_recorded_bytes_is_comparing_the_decoded_recording(folder: Path) -> None:
+    """Replay's first comparison (bytes, no decoding) gives what normalising and decoding give,
+    and replay's own run (tokens for the session id and the time, a shared conversation) gives
+    the recording that a run with a real id and clock gives."""
+    from harness.record import log_of, recorded_bytes, requests_of
+    from harness.replay import compare_recordings
+
+    fixture = load_fixture(folder)
+    plain = lean_run(fixture)
+    replayed = lean_run(
+        fixture, session_id="{{session_id}}", clock=lambda: "{{time}}", share_conversation=True
+    )
+    for run_ in (plain, replayed):
+        log, requests = recorded_bytes(run_)
+        assert log == enc(log_of(run_).events)
+        assert requests == enc(requests_of(run_).requests)
+    assert recorded_bytes(plain) == recorded_bytes(replayed)
+    assert compare_recordings(fixture, replayed) == []
+    assert fixture.log is not None and fixture.requests is not None
+    events = list(fixture.log.events)
+    events[1] = msgspec.structs.replace(events[1], time="moved")
+    requests = list(fixture.requests.requests)
+    if requests:
+        digest = requests[0].messages
+        requests[0] = msgspec.structs.replace(
+            requests[0], messages=msgspec.structs.replace(digest, count=digest.count + 1)
+        )
+    else:  # a scenario that fails before its first request: one it did not send
+        requests = [
+            RecordedRequest(
+                provider="p", model="m", messages=MessagesDigest(0, ""), session_id="{{session_id}}"
+            )
+        ]
+    for log_changed, requests_changed in ((True, False), (False, True), (True, True)):
+        moved = msgspec.structs.replace(
+            fixture,
+            log=msgspec.structs.replace(
+                fixture.log, events=tuple(events) if log_changed else fixture.log.events
+            ),
+            requests=msgspec.structs.replace(
+                fixture.requests,
+                requests=tuple(requests) if requests_changed else fixture.requests.requests,
+            ),
+        )
+        kinds = [finding.kind for finding in compare_recordings(moved, replayed)]
+        assert kinds == ["log"] * log_changed + ["requests"] * requests_changed
 
 
 def test_a_request_whose_messages_came_from_elsewhere_is_digested_from_scratch() -> None:
@@ -592,3 +1016,60 @@ def test_comparing_shuffled_runs_is_comparing_their_bytes(folder: Path) -> None:
     runs = [one(schedule) for schedule in schedules(names, 6, seed=3)]
     for other in runs:
         assert _same_bytes(runs[0], other) == (fingerprint(runs[0]) == fingerprint(other))
+
+
+# -- loading: one typed decode for what the harness wrote ----------------------------------------
+
+
+def _decoded_or_error(data: bytes) -> Any:
+    try:
+        return files.decode(data, LogFile, "log.json")
+    except FixtureError as error:
+        return f"FixtureError: {error}"
+
+
+_WRITTEN = files.encode(LogFile(scenario="s", registration_order=("a",)))
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        _WRITTEN,
+        _WRITTEN.replace(b'"scenario": "s"', b'"scenario": "s",\n  "format": 2'),  # last counts
+        _WRITTEN.replace(b'"scenario": "s"', b'"scenario": "s",\n  "kind": "harness/answers"'),
+        _WRITTEN.replace(b'"scenario": "s"', b'"scenario": "s",\n  "extra": 1'),
+        _WRITTEN.replace(b'"scenario": "s"', b'"scenario": 3'),
+        _WRITTEN[:-8],  # truncated
+        _WRITTEN.replace(b'"format": 1', b'"format": 2'),  # another version: the slow path
+        _WRITTEN.replace(b'"harness/log"', b'"harness/answers"'),  # another kind
+        _WRITTEN.replace(b'"scenario": "s"', b'"scenario": "\xff"'),  # not UTF-8
+        msgspec.json.format(_WRITTEN, indent=0),  # written by hand: the slow path
+    ],
+    ids=[
+        "written",
+        "repeated format",
+        "repeated kind",
+        "unknown field",
+        "wrong type",
+        "truncated",
+        "other version",
+        "other kind",
+        "not utf-8",
+        "compact",
+    ],
+)
+def test_decoding_what_the_harness_wrote_is_the_strict_decode(
+    data: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fast = _decoded_or_error(data)
+    monkeypatch.setattr(files, "_opening", lambda tag: b"\0")  # no file opens so: the slow path
+    assert fast == _decoded_or_error(data)
+
+
+def test_a_repeated_format_key_is_refused_on_the_fast_path_too() -> None:
+    """The bug the format check exists for: the typed decode alone takes the last "format"."""
+    data = _WRITTEN.replace(b'"scenario": "s"', b'"scenario": "s",\n  "format": 2')
+    assert data.startswith(files._opening("harness/log"))
+    assert msgspec.json.decode(data, type=LogFile).format == 2  # what a bare decode accepts
+    with pytest.raises(FixtureError, match="has format version 2"):
+        files.decode(data, LogFile, "log.json")

@@ -14,7 +14,7 @@ from harness.agent.apps import (
     boot_app,
 )
 from harness.agent.context import Context, ContextError, LoadSchedule, Plugin, load_plugins
-from harness.agent.frozen import FrozenDict, FrozenError, deep_freeze, is_deep_frozen
+from harness.agent.frozen import FrozenDict, FrozenError, FrozenList, deep_freeze, is_deep_frozen
 from harness.agent.llm import (
     DISPATCH_EVENT,
     REPLY_EVENT,
@@ -29,6 +29,7 @@ from harness.agent.llm import (
 from harness.agent.loop import TOOL_BEFORE_EVENT, AgentLoop, InvariantError, check_rebuild_invariant
 from harness.agent.session import (
     SESSION_EVENT,
+    Conversation,
     Header,
     LlmConfig,
     LogEvent,
@@ -69,8 +70,10 @@ __all__ = [
     "CliAppConfig",
     "Context",
     "ContextError",
+    "Conversation",
     "FrozenDict",
     "FrozenError",
+    "FrozenList",
     "Header",
     "InvariantError",
     "LlmConfig",

@@ -122,17 +122,25 @@ async def boot_agent(
     log: Sequence[LogEvent] = (),
     clock: Callable[[], str] = utc_now,
     variables: Mapping[str, str] | None = None,
+    share_conversation: bool = False,
 ) -> Agent:
-    """Build the services, load the plugins concurrently, and return a loop ready for turns."""
+    """Build the services, load the plugins concurrently, and return a loop ready for turns.
+
+    `share_conversation=True`: each request's messages are a `Conversation` sharing the
+    session's store (constant time per request) instead of a tuple of their own; for a caller
+    that reads requests without encoding them whole (the harness's replay digests them).
+    """
     ctx = Context()
     tools = ToolRuntime()
     ctx.provide(ToolRuntime, tools)
     prompt = SystemPrompt(ctx, config.system_prompt())
-    prompt.add_tool_provider(tools.schemas)
+    prompt.add_tool_provider(tools.frozen_schemas)
     for name, value in (variables or {}).items():
         prompt.set_variable(name, value)
     ctx.provide(SystemPrompt, prompt)
-    session = Session(ctx, session_id=session_id, log=log, clock=clock)
+    session = Session(
+        ctx, session_id=session_id, log=log, clock=clock, share_conversation=share_conversation
+    )
     ctx.provide(Session, session)
     llm = LlmRuntime(ctx, adapter, config.llm())
     ctx.provide(LlmRuntime, llm)

@@ -97,13 +97,17 @@ class Context:
     # -- the five verbs -------------------------------------------------------------------
     def emit(self, event: str, *args: Any) -> None:
         """Call every listener synchronously; results are ignored, errors raised after all ran."""
+        listeners = self._hub.listeners.get(event)
+        if not listeners:
+            return
         errors: list[BaseException] = []
-        for listener in self.listeners(event):
+        for listener in tuple(listeners):
             try:
                 listener(*args)
             except Exception as error:
                 errors.append(error)
-        _raise_collected(errors, event)
+        if errors:
+            _raise_collected(errors, event)
 
     async def parallel(self, event: str, *args: Any) -> None:
         """Run every listener concurrently; all run to completion, errors are aggregated."""
@@ -143,17 +147,9 @@ class Context:
         that never calls `next` vetoes the listeners after it. The outermost return value wins.
         """
         chain = self.listeners(event)
-
-        async def call(index: int, current: T) -> T:
-            if index == len(chain):
-                return current
-
-            async def next_(replacement: T | None = None) -> T:
-                return await call(index + 1, current if replacement is None else replacement)
-
-            return cast(T, await _settle(chain[index](current, *args, next_)))
-
-        return await call(0, value)
+        if not chain:
+            return value
+        return cast(T, await _Chain(chain, args).call(0, value))
 
     # -- plugins --------------------------------------------------------------------------
     async def plugin(self, plugin: Plugin | Callable[[Context], Any]) -> Context:
@@ -167,6 +163,26 @@ class Context:
         apply = plugin.apply if _is_plugin(plugin) else cast(Callable[[Context], Any], plugin)
         await _settle(apply(fork))
         return fork
+
+
+class _Chain:
+    """A waterfall's listeners and arguments. Each `next_` refers to the chain, never the
+    reverse: a waterfall leaves no reference cycle behind for the garbage collector."""
+
+    __slots__ = ("args", "listeners")
+
+    def __init__(self, listeners: tuple[Listener, ...], args: tuple[Any, ...]) -> None:
+        self.listeners = listeners
+        self.args = args
+
+    async def call(self, index: int, current: Any) -> Any:
+        if index == len(self.listeners):
+            return current
+
+        async def next_(replacement: Any = None) -> Any:
+            return await self.call(index + 1, current if replacement is None else replacement)
+
+        return await _settle(self.listeners[index](current, *self.args, next_))
 
 
 @runtime_checkable

@@ -58,6 +58,66 @@ class FrozenDict(dict[str, Any]):
         return self
 
 
+class FrozenList(list[Any]):
+    """A list that refuses to change, made from a tuple it keeps (`items`).
+
+    What a read-only caller is handed where the API promises a list (a prompt assembly no
+    listener sees): it encodes and reads like the list it is, and whoever needs the items as a
+    tuple takes `items`, the very tuple, so comparing two of them can stop at identity.
+    """
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: tuple[Any, ...]) -> None:
+        super().__init__(items)
+        self.items = items
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> NoReturn:
+        raise FrozenError("this list is read-only; copy it (list(...)) to change it")
+
+    __setitem__ = _refuse
+    __delitem__ = _refuse
+    __iadd__ = _refuse
+    __imul__ = _refuse
+    append = _refuse
+    extend = _refuse
+    insert = _refuse
+    pop = _refuse
+    remove = _refuse
+    reverse = _refuse
+    sort = _refuse
+    clear = _refuse
+
+    def __reduce__(self) -> NoReturn:
+        raise FrozenError("frozen values are not pickled; encode them with msgspec")
+
+    def __copy__(self) -> FrozenList:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> FrozenList:
+        return self
+
+
+def items_of(values: Iterable[T]) -> tuple[T, ...]:
+    """`tuple(values)`; for a FrozenList, the very tuple it was made from."""
+    return values.items if type(values) is FrozenList else tuple(values)
+
+
+class FrozenView:
+    """A read-only view of values kept elsewhere, which knows whether they are deep-frozen.
+
+    `deep_freeze` hands a view back as it is (it cannot copy what it does not own) and
+    `is_deep_frozen` believes its `deep_frozen` flag, which the view's maker sets from a check
+    of what it shows (a session's conversation, say).
+    """
+
+    __slots__ = ()
+
+    @property
+    def deep_frozen(self) -> bool:
+        raise NotImplementedError
+
+
 class WeakIdentitySet:
     """Objects held weakly and tested by identity (hashing a frozen value walks all of it).
 
@@ -149,15 +209,20 @@ def deep_freeze(value: T) -> T:
 # dominate a walk). The order of the tests is the order of the isinstance checks they replace.
 _ATOM, _FROZEN_DICT, _DICT, _LIST, _TUPLE, _MUTABLE, _STRUCT, _FROZEN_STRUCT, _OTHER = range(1, 10)
 _REMEMBERED = 10  # a frozen Struct type whose instances can be remembered (weakly)
-_AS_IS = frozenset({_ATOM, _FROZEN_DICT, _MUTABLE, _OTHER})  # what _freeze returns unchanged
+_VIEW = 11  # a FrozenView: as it is, frozen when it says so
+_AS_IS = frozenset({_ATOM, _FROZEN_DICT, _MUTABLE, _OTHER, _VIEW})  # what _freeze returns unchanged
 _NEVER_FROZEN = frozenset({_DICT, _LIST, _MUTABLE, _STRUCT})  # is_deep_frozen is False at once
 _kinds: dict[type, int] = {}
+
+
+_ATOM_TYPES = frozenset({str, int, float, bool, type(None), bytes, type(msgspec.UNSET)})
+_KEPT_TYPES = _ATOM_TYPES | {FrozenDict}  # what _freeze returns as it is, whatever it holds
 
 
 def _kind(kind: type) -> int:
     found = _kinds.get(kind)
     if found is None:
-        if kind in (str, int, float, bool, type(None), bytes, type(msgspec.UNSET)):
+        if kind in _ATOM_TYPES:
             found = _ATOM  # exact types: immutable leaves that hold nothing
         elif issubclass(kind, FrozenDict):
             found = _FROZEN_DICT
@@ -169,6 +234,8 @@ def _kind(kind: type) -> int:
             found = _TUPLE
         elif issubclass(kind, set | bytearray):
             found = _MUTABLE
+        elif issubclass(kind, FrozenView):
+            found = _VIEW
         elif issubclass(kind, msgspec.Struct):
             config = kind.__struct_config__
             found = (
@@ -198,8 +265,11 @@ def _freeze(value: Any) -> Any:
         return items
     if kind == _REMEMBERED and value in _known.structs:
         return value
+    fields = _fields_of(value)
+    if kind != _STRUCT and set(map(type, fields)) <= _KEPT_TYPES:
+        return value  # a frozen Struct of leaves and frozen mappings: nothing to walk
     changes = None
-    for field, current in zip(value.__struct_fields__, _fields_of(value), strict=True):
+    for field, current in zip(value.__struct_fields__, fields, strict=True):
         frozen = _freeze(current)
         if frozen is not current:
             if changes is None:
@@ -214,6 +284,8 @@ def is_deep_frozen(value: Any) -> bool:
     kind = _kinds.get(type(value)) or _kind(type(value))
     if kind in (_ATOM, _OTHER):
         return True
+    if kind == _VIEW:
+        return bool(value.deep_frozen)
     if kind in _NEVER_FROZEN:
         return False
     remembered = kind == _REMEMBERED or (
@@ -221,14 +293,22 @@ def is_deep_frozen(value: Any) -> bool:
     )
     if remembered and value in _known:
         return True
-    for item in (
+    items = (
         value.values() if kind == _FROZEN_DICT else (value if kind == _TUPLE else _fields_of(value))
-    ):
-        if not is_deep_frozen(item):
-            return False
+    )
+    if not set(map(type, items)) <= _ATOM_TYPES:  # else leaves only: frozen, nothing to walk
+        for item in items:
+            if not is_deep_frozen(item):
+                return False
     if remembered:
         _known.add(value)
     return True
+
+
+def remember_frozen(value: Any) -> None:
+    """Remember `value` as deep-frozen without walking it: for a value built only from parts
+    that were each checked deep-frozen (a session's conversation, message by message)."""
+    _known.add(value)
 
 
 def is_known_frozen(value: Any) -> bool:

@@ -8,29 +8,37 @@ recent equal header, so the common comparison costs an identity check.
 
 from __future__ import annotations
 
+import itertools
 import operator
-from collections.abc import Iterable
-from typing import Any, Literal
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, Literal, NoReturn, overload
 
 import msgspec
 
-from harness.agent.frozen import WeakIdentitySet, deep_freeze, is_deep_frozen, is_known_frozen
+from harness.agent.frozen import (
+    FrozenView,
+    WeakIdentitySet,
+    deep_freeze,
+    is_deep_frozen,
+    is_known_frozen,
+    items_of,
+)
 from harness.agent.tools import ToolSchema
 
 # -- messages -----------------------------------------------------------------------------------
 
 
-class TextBlock(msgspec.Struct, frozen=True, tag="text", tag_field="type"):
+class TextBlock(msgspec.Struct, frozen=True, gc=False, tag="text", tag_field="type"):
     text: str
 
 
-class ToolUseBlock(msgspec.Struct, frozen=True, tag="tool_use", tag_field="type"):
+class ToolUseBlock(msgspec.Struct, frozen=True, gc=False, tag="tool_use", tag_field="type"):
     id: str
     name: str
     input: dict[str, Any]
 
 
-class ToolResultBlock(msgspec.Struct, frozen=True, tag="tool_result", tag_field="type"):
+class ToolResultBlock(msgspec.Struct, frozen=True, gc=False, tag="tool_result", tag_field="type"):
     tool_use_id: str
     content: str
     is_error: bool = False
@@ -39,9 +47,88 @@ class ToolResultBlock(msgspec.Struct, frozen=True, tag="tool_result", tag_field=
 Block = TextBlock | ToolUseBlock | ToolResultBlock
 
 
-class Message(msgspec.Struct, frozen=True):
+class Message(msgspec.Struct, frozen=True, gc=False):
     role: Literal["user", "assistant"]
     content: tuple[Block, ...]
+
+
+class Conversation(FrozenView, Sequence[Message]):
+    """The messages of a request: the first `length` messages of a session's conversation,
+    then its pending message of tool results, if any. Immutable, and shared.
+
+    Each request holds the whole conversation so far. As a tuple of its own, every request
+    costs time and memory in proportion to the conversation (and the garbage collector's passes
+    over those tuples grow with it), so a long session becomes quadratic. A Conversation is a
+    view into the session's append-only store of committed messages instead: making one costs
+    the same at step 10 and at step 10,000, and a committed message never changes, so the view
+    never does (decision 0012).
+
+    It is a `Sequence` of frozen messages that compares equal to the tuple of the same messages.
+    msgspec does not encode it by itself: encode `tuple(conversation)`. The runtime hands out
+    Conversations only when asked to (`boot_agent(share_conversation=True)`, which the harness's
+    replay uses); by default a request's messages are a tuple, as they always were.
+    """
+
+    __slots__ = ("_frozen", "_length", "_store", "_tail")
+
+    def __init__(
+        self, store: list[Message], length: int, tail: Message | None = None, frozen: bool = False
+    ) -> None:
+        self._store = store
+        self._length = length
+        self._tail = tail
+        self._frozen = frozen  # its maker checked every message deep-frozen
+
+    @property
+    def deep_frozen(self) -> bool:
+        return self._frozen
+
+    def __len__(self) -> int:
+        return self._length + (self._tail is not None)
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Message, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> Message | tuple[Message, ...]:
+        if isinstance(index, slice):
+            return tuple(self[position] for position in range(len(self))[index])
+        position = operator.index(index)
+        size = len(self)
+        if position < 0:
+            position += size
+        if not 0 <= position < size:
+            raise IndexError("conversation index out of range")
+        if position < self._length:
+            return self._store[position]
+        assert self._tail is not None
+        return self._tail
+
+    def __iter__(self) -> Iterator[Message]:
+        yield from itertools.islice(self._store, self._length)
+        if self._tail is not None:
+            yield self._tail
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Conversation | tuple):
+            return len(self) == len(other) and all(map(operator.eq, self, other))
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return f"Conversation({tuple(self)!r})"
+
+    def __reduce__(self) -> NoReturn:
+        raise TypeError("a Conversation is not pickled; encode tuple(conversation) with msgspec")
+
+
+def messages_json(messages: Sequence[Message]) -> bytes:
+    """The JSON array of a request's messages (a tuple, or a Conversation)."""
+    return _encode(messages if type(messages) is tuple else tuple(messages))
 
 
 # -- header -------------------------------------------------------------------------------------
@@ -74,7 +161,7 @@ def canonical_header(config: LlmConfig, system: str, tools: Iterable[ToolSchema]
     (already frozen) objects in the same order, that earlier header is returned: the value is the
     same, and equality checks downstream become identity checks.
     """
-    tool_tuple = tuple(tools)
+    tool_tuple = items_of(tools)
     found = _headers.find(config, system, tool_tuple)
     if found is not None:
         return found
@@ -100,25 +187,25 @@ class _Headers:
     RECENT = 8
 
     def __init__(self) -> None:
-        self.recent: list[Header] = []
+        self.recent: list[tuple[Header, bytes]] = []  # and the encoding of its config
         self.checked = WeakIdentitySet()
 
     def find(self, config: LlmConfig, system: str, tools: tuple[ToolSchema, ...]) -> Header | None:
         if type(system) is not str or type(config) is not LlmConfig:
             return None
         config_bytes: bytes | None = None
-        for header in self.recent:
+        for header, held_config in self.recent:
             if isinstance(header.system, str):
                 if header.system is not system and header.system != system:
                     continue
             elif system:
                 continue
-            if not _same_objects(header.tools, tools):
+            if header.tools is not tools and not _same_objects(header.tools, tools):
                 continue
             if header.config is not config:
                 if config_bytes is None:
                     config_bytes = _encode(config)
-                if _encode(header.config) != config_bytes:
+                if held_config != config_bytes:
                     continue
             return header
         return None
@@ -137,7 +224,7 @@ class _Headers:
         except Exception:  # not encodable: comparisons must keep raising as they did
             return
         self.checked.add(header)
-        self.recent.insert(0, header)
+        self.recent.insert(0, (header, _encode(header.config)))
         del self.recent[self.RECENT :]
 
     def is_checked(self, header: Header) -> bool:

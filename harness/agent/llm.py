@@ -14,9 +14,16 @@ from typing import Any, Literal, Protocol
 import msgspec
 
 from harness.agent.context import Context
-from harness.agent.frozen import FrozenError, deep_freeze, is_deep_frozen
+from harness.agent.frozen import (
+    FrozenError,
+    deep_freeze,
+    is_deep_frozen,
+    is_known_frozen,
+    remember_frozen,
+)
 from harness.agent.session import (
     Block,
+    Conversation,
     Header,
     LlmConfig,
     Message,
@@ -45,27 +52,43 @@ class RequestFields(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=Tru
 
 
 class Request(RequestFields, frozen=True, kw_only=True, omit_defaults=True, weakref=True):
-    """One model request, deep-frozen: mutating it at any depth raises."""
+    """One model request, deep-frozen: mutating it at any depth raises.
+
+    Its messages are a tuple, or (when the session shares its conversation with its requests,
+    `boot_agent(share_conversation=True)`) a `Conversation`: an immutable view of the session's
+    messages that msgspec does not encode by itself (encode `tuple(request.messages)`).
+    """
 
     tools: tuple[ToolSchema, ...] | msgspec.UnsetType = msgspec.UNSET
-    messages: tuple[Message, ...] = ()
+    messages: Sequence[Message] = ()  # a tuple, or a Conversation the session shares
     session_id: str
 
     @classmethod
     def build(cls, header: Header, messages: Sequence[Message], session_id: str) -> Request:
         config = header.config
-        return deep_freeze(
-            cls(
-                provider=config.provider,
-                model=config.model,
-                max_tokens=config.max_tokens,
-                temperature=config.temperature,
-                system=header.system,
-                tools=header.tools,
-                messages=tuple(messages),
-                session_id=session_id,
-            )
+        if type(messages) is not tuple and not isinstance(messages, Conversation):
+            messages = tuple(messages)
+        request = cls(
+            provider=config.provider,
+            model=config.model,
+            max_tokens=config.max_tokens,
+            temperature=config.temperature,
+            system=header.system,
+            tools=header.tools,
+            messages=messages,
+            session_id=session_id,
         )
+        # Built from a canonical header and the session's messages, it usually is deep-frozen
+        # already: then it is its own frozen copy, and checking it now remembers it as checked.
+        # A header known deep-frozen has deep-frozen fields, so only the rest needs a look.
+        if (
+            is_known_frozen(header)
+            and type(session_id) is str
+            and (is_known_frozen(messages) or is_deep_frozen(messages))
+        ):
+            remember_frozen(request)
+            return request
+        return request if is_deep_frozen(request) else deep_freeze(request)
 
     @property
     def config(self) -> LlmConfig:
@@ -111,7 +134,7 @@ class Adapter(Protocol):
     def stream(self, request: Request) -> AsyncIterator[StreamEvent]: ...
 
 
-class Reply(msgspec.Struct, frozen=True):
+class Reply(msgspec.Struct, frozen=True, gc=False):
     content: tuple[Block, ...]
     stop_reason: StopReason
 
@@ -162,13 +185,15 @@ class LlmRuntime:
 # -- the scripted adapter -----------------------------------------------------------------------
 
 
-class ScriptedToolCall(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+class ScriptedToolCall(msgspec.Struct, frozen=True, forbid_unknown_fields=True, gc=False):
     id: str
     name: str
     input: dict[str, Any] = {}
 
 
-class ScriptedReply(msgspec.Struct, frozen=True, omit_defaults=True, forbid_unknown_fields=True):
+class ScriptedReply(
+    msgspec.Struct, frozen=True, omit_defaults=True, forbid_unknown_fields=True, gc=False
+):
     """One recorded answer: text, tool calls, or a provider error."""
 
     text: str = ""

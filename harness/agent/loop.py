@@ -19,10 +19,12 @@ import msgspec
 
 from harness.agent.context import Context
 from harness.agent.frozen import is_deep_frozen
-from harness.agent.llm import LlmRuntime, Reply, Request
+from harness.agent.header import messages_json
+from harness.agent.llm import LlmRuntime, Request
 from harness.agent.session import (
     AgentError,
     AssistantMessage,
+    Conversation,
     Header,
     HeaderReason,
     RequestHeader,
@@ -31,6 +33,7 @@ from harness.agent.session import (
     StepStart,
     ToolCall,
     ToolResult,
+    ToolUseBlock,
     TurnEnd,
     TurnEndReason,
     TurnStart,
@@ -53,8 +56,8 @@ def check_rebuild_invariant(request: Request, session: Session) -> None:
 
     The log is read through the session's incremental fold (equal to `fold_header` and
     `derive_messages` of the log, see `LogFold`). A request built from that fold holds the very
-    messages tuple the fold returns, and an object is equal to itself: only a request whose
-    messages came from elsewhere has its messages compared byte by byte.
+    messages tuple (or Conversation) the fold returns, and an object is equal to itself: only a
+    request whose messages came from elsewhere has its messages compared byte by byte.
     """
     if not is_deep_frozen(request):
         raise InvariantError("rebuild invariant: the request is not deep-frozen")
@@ -65,10 +68,11 @@ def check_rebuild_invariant(request: Request, session: Session) -> None:
     folded = session.header()
     if folded is None:
         raise InvariantError("rebuild invariant: the log holds no request/header")
-    derived = session.messages()
-    if request.messages is not derived and msgspec.json.encode(
-        request.messages
-    ) != msgspec.json.encode(derived):
+    shared = isinstance(request.messages, Conversation)
+    derived = session.conversation() if shared else session.messages()
+    if request.messages is not derived and messages_json(request.messages) != messages_json(
+        derived
+    ):
         raise InvariantError("rebuild invariant: the request's messages differ from the log's")
     rebuilt = request.header()
     if not header_equals(rebuilt, folded):
@@ -127,14 +131,15 @@ class AgentLoop:
                     pending_user = None
                 header = canonical_header(self.llm.config, render_prompt(assembly), assembly.tools)
                 self._log_header_if_owed(header)
-                request = Request.build(header, self.session.messages(), self.session.id)
+                request = Request.build(header, self.session.request_messages(), self.session.id)
                 request = await self.llm.prepare(request)
                 check_rebuild_invariant(request, self.session)
                 reply = await self.llm.dispatch(request)
                 self.session.append(
                     AssistantMessage(content=reply.content, stop_reason=reply.stop_reason)
                 )
-                blocked = await self._run_tools(reply)
+                calls = reply.tool_calls
+                blocked = await self._run_tools(calls)
                 self.session.append(StepEnd(step=open_step, reason=reply.stop_reason))
                 open_step = None
                 if blocked:
@@ -143,7 +148,7 @@ class AgentLoop:
                 if reply.stop_reason == "max_tokens":
                     reason = "max-tokens"
                     break
-                if not reply.tool_calls:
+                if not calls:
                     break
             else:
                 raise RuntimeError(f"the turn did not finish within {self.max_steps} steps")
@@ -176,10 +181,10 @@ class AgentLoop:
             self.session.append(RequestHeader(header=header, reason=reason))
             self._logged_header = True
 
-    async def _run_tools(self, reply: Reply) -> bool:
+    async def _run_tools(self, calls: tuple[ToolUseBlock, ...]) -> bool:
         """Run the reply's tool calls in model order; True when a listener blocked one."""
         blocked = False
-        for call in reply.tool_calls:
+        for call in calls:
             self.session.append(ToolCall(id=call.id, name=call.name, input=call.input))
             veto = None if blocked else self.ctx.bail(TOOL_BEFORE_EVENT, call)
             if blocked or veto is not None:

@@ -16,13 +16,11 @@ from typing import Any, Literal
 import msgspec
 
 from harness.agent.context import Context
-from harness.agent.frozen import (
-    deep_freeze,
-    extend_frozen,
-)
+from harness.agent.frozen import deep_freeze, is_deep_frozen, remember_frozen
 
 # Messages and headers live in harness.agent.header; re-exported here, where they used to live.
 from harness.agent.header import Block as Block
+from harness.agent.header import Conversation as Conversation
 from harness.agent.header import Header as Header
 from harness.agent.header import LlmConfig as LlmConfig
 from harness.agent.header import Message as Message
@@ -38,7 +36,7 @@ SESSION_EVENT = "session/event"
 # -- events -------------------------------------------------------------------------------------
 
 
-class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
+class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", gc=False):
     time: str = ""
 
 
@@ -160,22 +158,26 @@ class LogFold:
 
     The same results as the reference functions below (`derive_messages`, `fold_header`, counting
     events by type) for the events fed so far, at a cost proportional to the new events: a
-    property test checks they agree on random logs. The conversation only grows at its end, so
-    each messages tuple extends the previous one (checked deep-frozen once per new message)
-    rather than being rebuilt. The last message may be the pending user message of tool results,
-    which later results can still change before the next message commits it.
+    property test checks they agree on random logs. The conversation only grows at its end: each
+    committed message is checked deep-frozen once and appended to a store that never changes
+    otherwise, which every `messages()` tuple is made from and every `conversation()` shares.
+    The last message may be the pending user message of tool results, which later results can
+    still change before the next message commits it.
     """
 
     def __init__(self) -> None:
         self.size = 0  # events folded
         self.header: Header | None = None
         self._counts: dict[type[Any], int] = {}
-        self._base: tuple[Message, ...] = ()  # the last messages tuple built
-        self._base_pending: Message | None = None  # its last message, if that was pending
-        self._fresh: list[Message] = []  # committed since _base was built
+        # kind -> the fed types when last asked, and those of them that are `kind`
+        self._matching: dict[type[Any], tuple[tuple[type[Any], ...], list[type[Any]]]] = {}
+        self._committed: list[Message] = []  # append-only: Conversations share it
+        self._thawed = False  # a committed message is not deep-frozen (it holds a set, say)
         self._results: list[Block] = []  # tool results not yet in a committed message
         self._pending: Message | None = None  # the message of _results, once built
+        self._pending_frozen = True  # whether _pending is deep-frozen
         self._messages: tuple[Message, ...] | None = ()
+        self._conversation: Conversation | None = None
 
     def feed(self, events: Iterable[LogEvent]) -> None:
         for event in events:
@@ -184,49 +186,62 @@ class LogFold:
             self._counts[kind] = self._counts.get(kind, 0) + 1
             if isinstance(event, UserMessage):
                 self._commit_results()
-                self._fresh.append(Message("user", (TextBlock(event.text),)))
-                self._messages = None
+                self._commit(Message("user", (TextBlock(event.text),)))
             elif isinstance(event, AssistantMessage):
                 self._commit_results()
-                self._fresh.append(Message("assistant", event.content))
-                self._messages = None
+                self._commit(Message("assistant", event.content))
             elif isinstance(event, ToolResult):
                 block = ToolResultBlock(event.tool_use_id, event.content, event.is_error)
                 self._results.append(block)
                 self._pending = None
-                self._messages = None
+                self._messages = self._conversation = None
             elif isinstance(event, RequestHeader):
                 self.header = event.header
 
+    def _commit(self, message: Message, frozen: bool | None = None) -> None:
+        if frozen is None:
+            message, frozen = _frozen_copy(message)
+        self._thawed = self._thawed or not frozen
+        self._committed.append(message)
+        self._messages = self._conversation = None
+
     def _pending_message(self) -> Message | None:
         if self._results and self._pending is None:
-            self._pending = Message("user", tuple(self._results))
+            self._pending, self._pending_frozen = _frozen_copy(
+                Message("user", tuple(self._results))
+            )
         return self._pending
 
     def _commit_results(self) -> None:
         if self._results:
             message = self._pending_message()
             assert message is not None
-            self._fresh.append(message)
             self._results.clear()
             self._pending = None
+            self._commit(message, self._pending_frozen)  # the very message a request may hold
+
+    def _frozen(self, pending: Message | None) -> bool:
+        return not self._thawed and (pending is None or self._pending_frozen)
 
     def messages(self) -> tuple[Message, ...]:
         """`derive_messages` of the events fed so far; the same object until a message changes."""
         if self._messages is None:
-            base, fresh, pending = self._base, self._fresh, self._pending_message()
-            if self._base_pending is not None:
-                if fresh and fresh[0] is self._base_pending:
-                    fresh = fresh[1:]  # the pending message was committed as it was: kept
-                elif not fresh and pending is self._base_pending:
-                    pending = None  # still pending and unchanged: kept
-                else:  # more results joined it before it was committed: drop it
-                    base = base[:-1]
-            self._base = extend_frozen(base, [*fresh, pending] if pending else fresh)
-            self._base_pending = pending
-            self._fresh = []
-            self._messages = self._base
+            pending = self._pending_message()
+            messages = (*self._committed, pending) if pending else tuple(self._committed)
+            if self._frozen(pending):  # every message checked: no need to walk them again
+                remember_frozen(messages)
+            self._messages = messages
         return self._messages
+
+    def conversation(self) -> Conversation:
+        """`messages()` as a Conversation sharing this fold's store: made in constant time, the
+        same object until a message changes."""
+        if self._conversation is None:
+            pending = self._pending_message()
+            self._conversation = Conversation(
+                self._committed, len(self._committed), pending, self._frozen(pending)
+            )
+        return self._conversation
 
     def parts(self) -> tuple[tuple[Message, ...], int]:
         """`messages()` and how many of its first messages are committed (the rest, at most one,
@@ -235,12 +250,23 @@ class LogFold:
         Within one fold a committed message never changes: a consumer that digests messages
         incrementally (the harness's recorder) digests each committed message once.
         """
-        messages = self.messages()
-        return messages, len(messages) - (self._base_pending is not None)
+        return self.messages(), len(self._committed)
+
+    def committed(self) -> tuple[list[Message], Message | None]:
+        """The store of committed messages (append-only: read it, never change it) and the
+        pending message: what `messages()` and `conversation()` are made of."""
+        return self._committed, self._pending_message()
 
     def count(self, kind: type[Any]) -> int:
         """How many events fed so far are instances of `kind`."""
-        return sum(n for t, n in self._counts.items() if issubclass(t, kind))
+        matching = self._matching.get(kind)
+        if matching is None or len(matching[0]) != len(self._counts):
+            # The event types fed so far that are `kind` (subclasses included), remembered
+            # until a new type is fed.
+            types = tuple(self._counts)
+            matching = self._matching[kind] = (types, [t for t in types if issubclass(t, kind)])
+        counts = self._counts
+        return sum([counts[t] for t in matching[1]])
 
 
 class Session:
@@ -253,8 +279,10 @@ class Session:
         session_id: str | None = None,
         log: Sequence[LogEvent] = (),
         clock: Callable[[], str] = utc_now,
+        share_conversation: bool = False,
     ) -> None:
         self.ctx = ctx
+        self.share_conversation = share_conversation
         self.id = session_id or str(uuid.uuid4())
         self.log: list[LogEvent] = EventLog(log)
         self.clock = clock
@@ -295,6 +323,15 @@ class Session:
         """`derive_messages(self.log)`, without rereading the whole log."""
         return self.fold().messages()
 
+    def conversation(self) -> Conversation:
+        """`messages()` as a Conversation (see `header.Conversation`), in constant time."""
+        return self.fold().conversation()
+
+    def request_messages(self) -> Sequence[Message]:
+        """What a request built now holds: `conversation()` when this session shares its
+        conversation with its requests, else `messages()`."""
+        return self.conversation() if self.share_conversation else self.messages()
+
     def header(self) -> Header | None:
         """`fold_header(self.log)`, without rereading the whole log."""
         return self.fold().header
@@ -302,6 +339,15 @@ class Session:
     def count(self, kind: type[Any]) -> int:
         """How many events of the log are instances of `kind`."""
         return self.fold().count(kind)
+
+
+def _frozen_copy(message: Message) -> tuple[Message, bool]:
+    """`deep_freeze(message)` and whether that is deep-frozen, walking it once when it is
+    (a deep-frozen value is its own frozen copy)."""
+    if is_deep_frozen(message):
+        return message, True
+    message = deep_freeze(message)
+    return message, is_deep_frozen(message)
 
 
 def fold_header(log: Iterable[LogEvent]) -> Header | None:

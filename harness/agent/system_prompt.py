@@ -13,12 +13,13 @@ import inspect
 import operator
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any, NamedTuple, cast
+from typing import Any, cast
 
 import msgspec
 
 from harness.agent.context import Context
-from harness.agent.frozen import is_known_frozen
+from harness.agent.frozen import FrozenList, items_of
+from harness.agent.reuse import AssemblyMemory
 from harness.agent.tools import ToolSchema
 
 TOOL_ORDER_REST = "<unlisted-tools>"
@@ -95,9 +96,6 @@ def code_unit_sorted(tools: Iterable[ToolSchema]) -> list[ToolSchema]:
 
 
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
-# (names in collection order, tool order) -> the positions order_tools puts them in. It depends
-# on nothing else, and every step (and every boot of the same agent) collects the same names.
-_orders: dict[Any, tuple[int, ...]] = {}
 
 
 def validate_tool_order(order: Sequence[str]) -> tuple[str, ...]:
@@ -191,8 +189,14 @@ def render_prompt(assembly: PromptAssembly) -> str:
 
     A pure function of the sections' names and texts and the variables, so a successful render
     is remembered: every step renders the same (often large) prompt, and returning the same
-    string object lets later comparisons of the system text stop at identity.
+    string object lets later comparisons of the system text stop at identity. A read-only
+    assembly's sections (a `FrozenList` of frozen sections) are recognised by identity.
     """
+    global _last_read_only
+    sections, variables = assembly.sections, assembly.variables
+    read_only = type(sections) is FrozenList and type(variables) is dict
+    if read_only and _last_read_only[0] is items_of(sections) and _last_read_only[1] == variables:
+        return _last_read_only[2]
     try:
         key: Any = (
             tuple((section.name, section.text) for section in assembly.sections),
@@ -201,22 +205,29 @@ def render_prompt(assembly: PromptAssembly) -> str:
         rendered = _rendered.get(key)
     except (TypeError, AttributeError):  # unhashable or odd parts: render (and fail) as before
         key, rendered = None, None
-    if rendered is not None:
-        return rendered
+    if rendered is None:
+        rendered = _render(assembly)
+        if key is not None:
+            if len(_rendered) >= _RENDERED_SLOTS:
+                _rendered.clear()
+            _rendered[key] = rendered
+    if read_only:
+        _last_read_only = (items_of(sections), dict(variables), rendered)
+    return rendered
+
+
+def _render(assembly: PromptAssembly) -> str:
     parts = [
         interpolate(section.text, assembly.variables, f'section "{section.name}"')
         for section in assembly.sections
     ]
-    rendered = "\n\n".join(part for part in parts if part.strip())
-    if key is not None:
-        if len(_rendered) >= _RENDERED_SLOTS:
-            _rendered.clear()
-        _rendered[key] = rendered
-    return rendered
+    return "\n\n".join(part for part in parts if part.strip())
 
 
 _RENDERED_SLOTS = 64
 _rendered: dict[Any, str] = {}
+# the sections tuple and the variables of the last read-only assembly rendered, and its text
+_last_read_only: tuple[Any, dict[str, str | None], str] = ((), {}, "")
 
 
 HARNESS_IDENTITY = (
@@ -261,10 +272,7 @@ class SystemPrompt:
         if self.config.include_runtime_context:
             self.add_section(Section("runtime-context", RUNTIME_CONTEXT, order=1000))
         ctx.on(ASSEMBLE_EVENT, self._invariant_listener, prepend=True)
-        # provider id -> what it provided last and the shared copies made of it (_shared_copies)
-        self._provided: dict[int, _Provided] = {}
-        # the tool order, the tools last put in that order, and their order (_in_order)
-        self._last_order: tuple[Any, tuple[ToolSchema, ...], list[ToolSchema]] = (None, (), [])
+        self._memory = AssemblyMemory()  # what the last assembly's parts were (reuse.py)
 
     @staticmethod
     async def _invariant_listener(
@@ -292,80 +300,24 @@ class SystemPrompt:
         return await self._collect(ToolSchema.copy_of)
 
     async def _collect(
-        self, copy: Callable[[ToolSchema | Mapping[str, Any]], ToolSchema] | None
+        self, copy: Callable[[ToolSchema | Mapping[str, Any]], ToolSchema]
     ) -> list[ToolSchema]:
-        """Every provider's tools copied by `copy`, or shared frozen copies when it is None."""
+        """Every provider's tools, in registration order, copied by `copy`."""
         collected: list[ToolSchema] = []
         for provider in list(self._providers):
             provided = provider()
-            if inspect.isawaitable(provided):
+            if type(provided) not in _PLAIN and inspect.isawaitable(provided):
                 provided = await provided
-            if copy is None:
-                collected.extend(self._shared_copies(provider, provided))
-            else:
-                collected.extend(copy(schema) for schema in provided)
+            collected.extend(copy(schema) for schema in cast("ProvidedTools", provided))
         return collected
 
-    def _shared_copies(
-        self, provider: ToolProvider, provided: Iterable[ToolSchema | Mapping[str, Any]]
-    ) -> list[ToolSchema]:
-        """`ToolSchema.frozen_copy_of` of each provided schema, in one pass when nothing moved.
-
-        A frozen copy is a function of the schema's name, description and parameters' JSON.
-        When the provider hands back the very same ToolSchema objects as last time (frozen
-        Structs: their names and descriptions cannot have been reassigned) and their parameters
-        encode to the same bytes, the copies are last time's: one encode of all the parameters
-        instead of a copy per schema.
-        """
-        sources = tuple(provided)
-        last = self._provided.get(id(provider))
-        if (
-            last is not None
-            and last.provider is provider
-            and len(last.sources) == len(sources)
-            and all(map(operator.is_, last.sources, sources))
-        ):
-            if last.frozen:  # deep-frozen sources cannot have changed
-                return last.copies
-            # The very same objects, so the same types: last time's check holds.
-            blob = _parameters_json(sources, checked=last.parameters is not None)
-            if blob is not None and blob == last.parameters:
-                return last.copies
-        copies = [ToolSchema.frozen_copy_of(schema) for schema in sources]
-        if len(self._provided) >= 256:
-            self._provided.clear()
-        frozen = all(type(s) is ToolSchema and is_known_frozen(s) for s in sources)
-        self._provided[id(provider)] = _Provided(
-            provider, sources, None if frozen else _parameters_json(sources), frozen, copies
-        )
-        return copies
-
-    def _in_order(self, tools: list[ToolSchema]) -> list[ToolSchema]:
+    def _in_order(self, tools: list[ToolSchema]) -> tuple[ToolSchema, ...]:
         """`order_tools(tools, tool_order)`, the permutation remembered by the names it sorts."""
-        tool_order = self.config.tool_order
-        last_order, collected, ordered = self._last_order
-        if (
-            last_order is tool_order
-            and len(collected) == len(tools)
-            and all(map(operator.is_, collected, tools))
-        ):
-            return list(ordered)  # the same tools as last time: the same order (same names)
-        try:
-            key: Any = (tuple(map(_name, tools)), tool_order)
-            positions = _orders.get(key)
-        except TypeError:  # an unhashable name: nothing to remember it by
-            return order_tools(tools, tool_order)
-        if positions is None:
-            # order_tools reads names only; slots carry each tool's position through it.
-            slots = [_Slot(tool.name, position) for position, tool in enumerate(tools)]
-            ordered = order_tools(cast("list[ToolSchema]", slots), tool_order)
-            positions = tuple(cast("_Slot", slot).position for slot in ordered)
-            if len(_orders) >= 256:
-                _orders.clear()
-            _orders[key] = positions
-        result = [tools[index] for index in positions]
-        self._last_order = (tool_order, tuple(tools), result[:])
-        return result
+        return self._memory.in_order(tools, self.config.tool_order, order_tools)
+
+    def _arranged(self) -> tuple[Section, ...]:
+        """The sections an assembly starts from, in their order (see `assemble`)."""
+        return self._memory.sections(self._sections, _arrange)
 
     async def assemble(self, *, read_only: bool = False) -> PromptAssembly:
         """Sections and tools in their authoritative order, then the assemble waterfall.
@@ -373,53 +325,84 @@ class SystemPrompt:
         `read_only=True` is for a caller that only reads the result (the loop, the harness's
         rebuild). When the only listener is the invariant one, nothing but that caller ever sees
         the tools, so they are shared deep-frozen copies (`ToolSchema.frozen_copy_of`) instead
-        of fresh mutable ones: the same values, without copying every schema at every step.
-        With any other listener the tools are fresh copies that listeners may edit, as always.
+        of fresh mutable ones: the same values, without copying every schema at every step; the
+        sections and tools lists are read-only too (`FrozenList`). With any other listener the
+        tools are fresh copies that listeners may edit, as always.
+
+        When the invariant listener is the whole chain, it is called as the waterfall would
+        (it only checks the assembly it is handed), without the waterfall's machinery, and a
+        check that passed for the very same sections and tools is not repeated.
         """
-        complete = [s for s in self._sections if s.complete]
-        if len(complete) > 1:
-            names = ", ".join(f'"{s.name}"' for s in complete)
-            raise PromptAssemblyError(f"more than one complete system prompt section: {names}")
-        sections = complete or sorted(self._sections, key=lambda s: s.order)
+        sections = self._arranged()
         chain = self.ctx.listeners(ASSEMBLE_EVENT)
-        unobserved = bool(chain) and all(
-            listener is SystemPrompt._invariant_listener for listener in chain
-        )
-        copy = None if read_only and unobserved else ToolSchema.copy_of
-        tools = self._in_order(await self._collect(copy))
-        assembly = PromptAssembly(list(sections), tools, dict(self.variables))
-        result = await self.ctx.waterfall(ASSEMBLE_EVENT, assembly)
-        if not unobserved:  # else the invariant listener, the whole chain, just checked it
-            check_assembly(result)  # also when a later listener was prepended around it
-        return result
+        unobserved = bool(chain) and chain.count(SystemPrompt._invariant_listener) == len(chain)
+        if not (read_only and unobserved):
+            tools = self._in_order(await self._collect(ToolSchema.copy_of))
+            assembly = PromptAssembly(list(sections), list(tools), dict(self.variables))
+            if not unobserved:
+                result = await self.ctx.waterfall(ASSEMBLE_EVENT, assembly)
+                check_assembly(result)  # also when a later listener was prepended around it
+                return result
+        else:
+            tools = await self._shared_in_order()
+            memory = self._memory
+            assembly = PromptAssembly(
+                memory.frozen_list(sections), memory.frozen_list(tools), dict(self.variables)
+            )
+        if not self._memory.checked(sections, tools):
+            check_assembly(assembly)  # what the invariant listener, the whole chain, does
+            self._memory.passed(sections, tools)
+        return assembly
+
+    async def _shared_in_order(self) -> tuple[ToolSchema, ...]:
+        """Every provider's tools as shared frozen copies (`ToolSchema.frozen_copy_of`), in
+        their order; last time's tuple itself while every provider hands back the same.
+
+        Providers are called in registration order, each awaited before the next is called.
+        While every one returns a tuple (immutable), the very tuples it returned last time, of
+        schemas that were deep-frozen then, nothing can have changed: one identity check.
+        """
+        memory = self._memory
+        tool_order = self.config.tool_order
+        providers = list(self._providers)
+        results: list[Any] = []
+        for provider in providers:
+            result = provider()
+            results.append(result)
+            if type(result) is not tuple:
+                break
+        else:
+            ordered = memory.collected(providers, results, tool_order)
+            if ordered is not None:
+                return ordered
+        seen = memory.provided
+        parts = []
+        for index, provider in enumerate(providers):
+            provided = results[index] if index < len(results) else provider()
+            if type(provided) not in _PLAIN and inspect.isawaitable(provided):
+                provided = await provided
+            last = seen.get(id(provider))
+            if (
+                last is not None
+                and last.sources is provided
+                and last.frozen
+                and last.provider is provider
+            ):
+                parts.append(last.copies)  # shared_copies' first case, inline
+            else:
+                parts.append(memory.shared_copies(provider, cast("ProvidedTools", provided)))
+        ordered = memory.ordered_parts(parts, tool_order, order_tools)
+        memory.remember_collection(providers, results, tool_order, ordered)
+        return ordered
 
 
-def _parameters_json(sources: tuple[Any, ...], *, checked: bool = False) -> bytes | None:
-    """The JSON of every source's parameters, when every source is a ToolSchema (else None)."""
-    if not checked and not set(map(type, sources)) <= {ToolSchema}:
-        return None
-    try:
-        return _encode(list(map(_parameters, sources)))
-    except Exception:  # unencodable now: copying one by one raises what copy_of raises
-        return None
+def _arrange(sections: list[Section]) -> list[Section]:
+    """The one complete section if there is one, else all of them by `order` (stable)."""
+    complete = [s for s in sections if s.complete]
+    if len(complete) > 1:
+        names = ", ".join(f'"{s.name}"' for s in complete)
+        raise PromptAssemblyError(f"more than one complete system prompt section: {names}")
+    return complete or sorted(sections, key=lambda s: s.order)
 
 
-_encode = msgspec.json.Encoder().encode
-_parameters = operator.attrgetter("parameters")
-
-
-class _Provided(NamedTuple):
-    """What a provider returned last, and the shared frozen copies made of it."""
-
-    provider: ToolProvider
-    sources: tuple[Any, ...]
-    parameters: bytes | None  # the sources' parameters as JSON, when all are ToolSchemas
-    frozen: bool  # every source a ToolSchema known deep-frozen: identity is enough
-    copies: list[ToolSchema]
-
-
-class _Slot(NamedTuple):
-    """A tool reduced to what order_tools looks at (its name) and where it was collected."""
-
-    name: str
-    position: int
+_PLAIN = (list, tuple)  # what a provider usually returns: never awaitable

@@ -3,6 +3,12 @@
 `ToolRuntime` never sorts. Registration order is whatever the concurrent loader produced, and it is
 prompt composition's job (`system_prompt.order_tools`) to turn that into the model-side order; the
 registry is consumed by more than prompt assembly, so it keeps the plain facts.
+
+The registry keeps deep-frozen copies of what is registered (`ToolSchema.frozen_copy_of`): a
+registered schema cannot be edited in place (that raises `FrozenError`); to change a tool, dispose
+of it and register the new schema. So a schema the registry handed out once is the same value
+forever, and assembly proves "nothing changed" by identity instead of re-encoding every schema at
+every step (decision 0012).
 """
 
 from __future__ import annotations
@@ -110,7 +116,7 @@ class RegisteredTool:
 
 
 class ToolRuntime:
-    """Registered tools in registration order. Names may repeat across providers."""
+    """Registered tools in registration order, deep-frozen. Names may repeat across providers."""
 
     def __init__(self) -> None:
         self._tools: list[RegisteredTool] = []
@@ -127,7 +133,7 @@ class ToolRuntime:
         *,
         owner: str | None = None,
     ) -> Callable[[], None]:
-        entry = RegisteredTool(ToolSchema.copy_of(schema), handler, owner)
+        entry = RegisteredTool(ToolSchema.frozen_copy_of(schema), handler, owner)
         self._tools.append(entry)
         self._changed()
 
@@ -152,9 +158,14 @@ class ToolRuntime:
         self._schemas = None
 
     def schemas(self) -> list[ToolSchema]:
+        return list(self.frozen_schemas())
+
+    def frozen_schemas(self) -> tuple[ToolSchema, ...]:
+        """`schemas()` as a tuple: the very same tuple until a tool is registered or disposed
+        of, so a consumer that saw it before knows by identity that nothing changed."""
         if self._schemas is None:
             self._schemas = tuple(tool.schema for tool in self._tools)
-        return list(self._schemas)
+        return self._schemas
 
     def entries(self) -> tuple[RegisteredTool, ...]:
         return tuple(self._tools)

@@ -1,0 +1,44 @@
+"""The plugin loads with every pytest run, so importing it must not load the harness itself.
+
+Every project that installs the package pays for `harness.plugin` at each pytest start, most of
+them in runs that never touch a scenario. Its imports stay at pytest, the standard library and
+the harness's small bottom modules; the runtime, the file codec (msgspec, the secret scan) and
+asyncio load on first use. Measured as time in `bench/` (`pytest_startup_added_ms`); here as
+the set of modules, which does not depend on the machine.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+HEAVY = ("msgspec", "asyncio", "deepdiff", "harness.agent", "harness.fixture", "harness.files")
+
+
+def imported_by(statement: str) -> set[str]:
+    """The modules `statement` imports on top of pytest, in a fresh interpreter."""
+    script = (
+        "import sys, json, pytest\n"
+        "before = set(sys.modules)\n"
+        f"{statement}\n"
+        "print(json.dumps(sorted(set(sys.modules) - before)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    )
+    return set(json.loads(done.stdout))
+
+
+def heavy(modules: set[str]) -> list[str]:
+    return sorted(m for m in modules if any(m == h or m.startswith(h + ".") for h in HEAVY))
+
+
+def test_importing_the_plugin_loads_no_runtime_no_codec_and_no_asyncio() -> None:
+    loaded = imported_by("import harness.plugin")
+    assert "harness.plugin" in loaded
+    assert heavy(loaded) == []
+
+
+def test_the_check_sees_a_heavy_import() -> None:
+    assert heavy(imported_by("import harness.plugin, harness.fixture")) != []
