@@ -19,7 +19,6 @@ from __future__ import annotations
 import base64
 import shutil
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +53,7 @@ from harness.pytest_capture import (
     drift_first,
     finish,
     gate,
+    intercepting,
     moves_line,
     session_for,
     summary_lines,
@@ -332,15 +332,7 @@ def _harness_intercept(request: pytest.FixtureRequest) -> Iterator[None]:
     if request.node.get_closest_marker(MARKER) is None:
         yield
         return
-    session = request.getfixturevalue("header_capture")
-    with ExitStack() as stack:
-        problem = None
-        try:
-            stack.enter_context(session.intercept())
-        except HarnessError as error:  # neither httpx2 nor httpx: what to install, one line
-            problem = str(error)  # failed outside `except`, or pytest chains the error's report
-        if problem is not None:
-            pytest.fail(f"harness: {problem}", pytrace=False)
+    with intercepting(request.getfixturevalue("header_capture")):
         yield
 
 
