@@ -20,9 +20,13 @@ from harness.capture.audit import CassetteAudit, audit_cassette, find_cassettes,
 from harness.capture.cassette import load_cassette
 from harness.check import ScenarioCheck, check_fixture, markdown_table, text_table
 from harness.ci import annotation, write_step_summary, writes_allowed
+from harness.demo import demo_source
 from harness.diffing import diff_files
 from harness.errors import EXIT_DRIFT, EXIT_USAGE, FixtureError, HarnessError
 from harness.fixture import Fixture, RecordedRequestHeader, find_fixtures, load_fixture
+from harness.init import HELP as INIT_HELP
+from harness.init import add_arguments as init_arguments
+from harness.init import init_project
 from harness.prefix import PrefixChain
 from harness.record import pins_root, record_fixture, write_recording
 from harness.replay import Finding, replay_fixture, verdict
@@ -34,24 +38,31 @@ def out(text: str = "") -> None:
     print(text)
 
 
-def shipped_fixtures() -> Path:
-    """`fixtures/` in the working directory if it has one, else the one shipped with the source."""
+def project_fixtures() -> Path:
+    """`fixtures/` in the working directory: a command given no PATH works on the project's own
+    recordings, never on the scenarios shipped with the harness (only `harness demo` reads those:
+    a gate that found nothing of the project's must not pass on the demo's)."""
     local = Path("fixtures")
-    if local.is_dir():
-        return local
-    return Path(__file__).resolve().parent.parent / "fixtures"
+    if not local.is_dir():
+        raise FixtureError(
+            local.absolute(),
+            "does not exist: without a PATH the harness reads the project's fixtures/ here",
+            "run it in the project's folder, or pass the recordings' folder; harness demo runs "
+            "the shipped scenarios",
+        )
+    return local
 
 
 def _fixtures(paths: Sequence[str]) -> list[Fixture]:
-    folders = find_fixtures([Path(p) for p in paths] if paths else [shipped_fixtures()])
+    folders = find_fixtures([Path(p) for p in paths] if paths else [project_fixtures()])
     if not folders:
-        raise FixtureError(", ".join(paths) or str(shipped_fixtures()), "holds no scenario folders")
+        raise FixtureError(", ".join(paths) or "fixtures", "holds no scenario folders")
     return [load_fixture(folder) for folder in folders]
 
 
 def _targets(paths: Sequence[str]) -> tuple[list[Fixture], list[Path]]:
     """The scenario folders and the cassettes (SDK projects' recordings) under `paths`."""
-    roots = [Path(p) for p in paths] if paths else [shipped_fixtures()]
+    roots = [Path(p) for p in paths] if paths else [project_fixtures()]
     cassettes = find_cassettes(roots)
     folders: list[Path] = []
     for root in roots:
@@ -91,8 +102,15 @@ def _print_findings(name: str, findings: list[Finding], *, fmt: str) -> None:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    fixtures = _fixtures(args.paths)
-    out(f"harness demo: {len(fixtures)} shipped scenarios from {fixtures[0].folder.parent}")
+    if args.paths:
+        fixtures = _fixtures(args.paths)
+        out(f"harness demo: {len(fixtures)} scenarios from {', '.join(args.paths)}")
+    else:  # the shipped scenarios, never the working directory's fixtures/
+        source = demo_source()
+        fixtures = _fixtures([str(source.folder)])
+        out(
+            f"harness demo: {len(fixtures)} shipped scenarios from {source.folder}, {source.origin}"
+        )
     out("replay on recorded answers, rebuild invariant at every dispatch,")
     out(
         f"{args.shuffle} registration orders each (identity, reversed, then seed {args.seed}), "
@@ -215,8 +233,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
 def cmd_record(args: argparse.Namespace) -> int:
     for path in args.scenarios:
         folder = Path(path)
-        if not folder.exists() and (shipped_fixtures() / path).is_dir():
-            folder = shipped_fixtures() / path
+        if not folder.exists() and (Path("fixtures") / path).is_dir():
+            folder = Path("fixtures") / path  # a name under the project's fixtures/
         fixture = load_fixture(folder, scenario_only=True)
         changed = record_fixture(fixture)
         out(f"{fixture.scenario.name}: recorded" + "".join(f"\n  wrote {p}" for p in changed))
@@ -281,6 +299,10 @@ def cmd_show(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_init(args: argparse.Namespace) -> int:
+    return init_project(Path(args.path), tests=args.tests, dry_run=args.dry_run, out=out)
+
+
 # -- entry point ---------------------------------------------------------------------------------
 
 
@@ -320,7 +342,9 @@ def parser() -> argparse.ArgumentParser:
         cmd_demo,
         "replay, rebuild, shuffle and pin-check every shipped scenario; print a table",
     )
-    demo.add_argument("paths", nargs="*", help="scenario folders (default: the shipped fixtures/)")
+    demo.add_argument(
+        "paths", nargs="*", help="scenario folders (default: the scenarios shipped with harness)"
+    )
     shuffle_options(demo, 16)
 
     check = add(
@@ -359,6 +383,8 @@ def parser() -> argparse.ArgumentParser:
 
     show = add("show", cmd_show, "summarise scenario folders and cassettes")
     show.add_argument("paths", nargs="*")
+
+    init_arguments(add("init", cmd_init, INIT_HELP))
     return top
 
 

@@ -32,6 +32,7 @@ from harness.ci import (
     write_step_summary,
     writes_allowed,
 )
+from harness.distribution import install_command
 from harness.errors import FixtureError, HarnessError
 from harness.pytest_api import (
     DEFAULT_SHUFFLE,
@@ -52,6 +53,7 @@ from harness.pytest_capture import (
     drift_first,
     finish,
     gate,
+    intercepting,
     moves_line,
     session_for,
     summary_lines,
@@ -330,8 +332,7 @@ def _harness_intercept(request: pytest.FixtureRequest) -> Iterator[None]:
     if request.node.get_closest_marker(MARKER) is None:
         yield
         return
-    session = request.getfixturevalue("header_capture")
-    with session.intercept():
+    with intercepting(request.getfixturevalue("header_capture")):
         yield
 
 
@@ -378,7 +379,7 @@ def header_snapshot(request: pytest.FixtureRequest) -> Any:
         from harness.snapshot import HeaderSnapshotExtension
     except ImportError:  # pragma: no cover - syrupy is in the pytest extra
         pytest.fail(
-            "harness: header_snapshot needs syrupy: pip install 'harness[pytest]'", pytrace=False
+            f"harness: header_snapshot needs syrupy: {install_command('pytest')}", pytrace=False
         )
     return request.getfixturevalue("snapshot").use_extension(HeaderSnapshotExtension)
 
