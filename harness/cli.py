@@ -34,6 +34,7 @@ from harness.check import (
     text_table,
 )
 from harness.ci import actions_safe, annotation, detect_ci, write_step_summary
+from harness.demo import demo_source
 from harness.diffing import diff_files
 from harness.errors import (
     EXIT_DRIFT,
@@ -45,6 +46,9 @@ from harness.errors import (
 )
 from harness.files import write_files
 from harness.fixture import Fixture, RecordedRequestHeader, find_fixtures, load_fixture
+from harness.init import HELP as INIT_HELP
+from harness.init import add_arguments as init_arguments
+from harness.init import init_project
 from harness.paths import refuse_linked_folder
 from harness.prefix import PrefixChain
 from harness.record import pins_root, recording_files
@@ -52,7 +56,6 @@ from harness.replay import Finding, replay_fixture, verdict
 from harness.secrets import redact_text
 
 EXIT_OK = 0
-FIXTURES = "fixtures"
 
 
 def _printable(text: str, stream: TextIO) -> str:
@@ -76,29 +79,25 @@ def err(text: str) -> None:
     print(_printable(actions_safe(text), sys.stderr), file=sys.stderr)
 
 
-def shipped_fixtures() -> Path:
-    """The scenarios shipped with the harness, for `harness demo` only."""
-    return Path(__file__).resolve().parent.parent / FIXTURES
-
-
 def project_fixtures() -> Path:
-    """`fixtures/` in the working folder; a FixtureError saying so when there is none."""
-    local = Path(FIXTURES)
+    """`fixtures/` in the working directory: a command given no PATH works on the project's own
+    recordings, never on the scenarios shipped with the harness (only `harness demo` reads those:
+    a gate that found nothing of the project's must not pass on the demo's)."""
+    local = Path("fixtures")
     if not local.is_dir():
         raise FixtureError(
-            local.resolve(),
-            "does not exist",
-            "run the command in your project's folder (the one holding fixtures/), or name the"
-            " scenario folders; `harness demo` runs the shipped examples",
+            local.absolute(),
+            "does not exist: without a PATH the harness reads the project's fixtures/ here",
+            "run it in the project's folder, or pass the recordings' folder; harness demo runs "
+            "the shipped scenarios",
         )
     return local
 
 
-def _fixtures(paths: Sequence[str], default: Path | None = None) -> list[Fixture]:
-    roots = [Path(p) for p in paths] if paths else [default or project_fixtures()]
-    folders = find_fixtures(roots)
+def _fixtures(paths: Sequence[str]) -> list[Fixture]:
+    folders = find_fixtures([Path(p) for p in paths] if paths else [project_fixtures()])
     if not folders:
-        raise FixtureError(", ".join(map(str, roots)), "holds no scenario folders")
+        raise FixtureError(", ".join(paths) or "fixtures", "holds no scenario folders")
     return [load_fixture(folder) for folder in folders]
 
 
@@ -144,8 +143,15 @@ def _print_findings(name: str, findings: list[Finding], *, fmt: str) -> None:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    fixtures = _fixtures(args.paths, shipped_fixtures())
-    out(f"harness demo: {len(fixtures)} shipped scenarios from {fixtures[0].folder.parent}")
+    if args.paths:
+        fixtures = _fixtures(args.paths)
+        out(f"harness demo: {len(fixtures)} scenarios from {', '.join(args.paths)}")
+    else:  # the shipped scenarios, never the working directory's fixtures/
+        source = demo_source()
+        fixtures = _fixtures([str(source.folder)])
+        out(
+            f"harness demo: {len(fixtures)} shipped scenarios from {source.folder}, {source.origin}"
+        )
     out("replay on recorded answers, rebuild invariant at every dispatch,")
     out(
         f"{args.shuffle} registration orders each (identity, reversed, then seed {args.seed}), "
@@ -269,7 +275,13 @@ def cmd_record(args: argparse.Namespace) -> int:
     for path in args.scenarios:
         folder = Path(path)
         if not folder.exists() and not folder.is_absolute() and len(folder.parts) == 1:
-            folder = project_fixtures() / path  # a scenario named by its folder under fixtures/
+            if not Path("fixtures").is_dir():  # never the shipped scenarios
+                raise FixtureError(
+                    path,
+                    "does not exist, and there is no fixtures/ folder here to look the name up in",
+                    "run it in the project's folder, or pass the scenario folder's path",
+                )
+            folder = Path("fixtures") / path  # a scenario named by its folder under fixtures/
         fixture = load_fixture(folder, scenario_only=True)
         refuse_linked_folder(fixture.folder)
         changed = write_files(recording_files_of(fixture))
@@ -338,6 +350,10 @@ def cmd_show(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_init(args: argparse.Namespace) -> int:
+    return init_project(Path(args.path), tests=args.tests, dry_run=args.dry_run, out=out)
+
+
 # -- entry point ---------------------------------------------------------------------------------
 
 
@@ -394,7 +410,9 @@ def parser() -> argparse.ArgumentParser:
         cmd_demo,
         "replay, rebuild, shuffle and pin-check every shipped scenario; print a table",
     )
-    demo.add_argument("paths", nargs="*", help="scenario folders (default: the shipped fixtures/)")
+    demo.add_argument(
+        "paths", nargs="*", help="scenario folders (default: the scenarios shipped with harness)"
+    )
     shuffle_options(demo, 16)
 
     check = add(
@@ -433,6 +451,8 @@ def parser() -> argparse.ArgumentParser:
 
     show = add("show", cmd_show, "summarise scenario folders and cassettes")
     show.add_argument("paths", nargs="*")
+
+    init_arguments(add("init", cmd_init, INIT_HELP))
     return top
 
 

@@ -30,6 +30,7 @@ from harness.ci import (
     detect_ci,
 )
 from harness.controller import Controller
+from harness.distribution import install_command
 from harness.errors import FixtureError, HarnessError
 from harness.pytest_api import (
     DEFAULT_SHUFFLE,
@@ -48,6 +49,7 @@ from harness.pytest_capture import (
     drift_first,
     finish,
     gate,
+    intercepting,
     session_for,
 )
 from harness.pytest_capture import (
@@ -351,8 +353,7 @@ def _harness_intercept(request: pytest.FixtureRequest) -> Iterator[None]:
     if request.node.get_closest_marker(MARKER) is None:
         yield
         return
-    session = request.getfixturevalue("header_capture")
-    with session.intercept():
+    with intercepting(request.getfixturevalue("header_capture")):
         yield
 
 
@@ -387,7 +388,7 @@ def prove_stable(request: pytest.FixtureRequest, header_capture: Any) -> Callabl
             if isinstance(error, AssertionError):
                 raise
             notes = "".join(f"\n{note}" for note in getattr(error, "__notes__", ()))
-            pytest.fail(f"harness: {error}{notes}", pytrace=False)
+            fail(f"harness: {error}{notes}")
 
     return prove
 
@@ -399,7 +400,7 @@ def header_snapshot(request: pytest.FixtureRequest) -> Any:
         from harness.snapshot import HeaderSnapshotExtension
     except ImportError:  # pragma: no cover - syrupy is in the pytest extra
         pytest.fail(
-            "harness: header_snapshot needs syrupy: pip install 'harness[pytest]'", pytrace=False
+            f"harness: header_snapshot needs syrupy: {install_command('pytest')}", pytrace=False
         )
     found = detect_ci()
     if found is not None and request.config.getoption("update_snapshots", False):

@@ -8,6 +8,7 @@
   summary, the GitHub step summary, `::error` annotations) through `queue_drift`.
 - `drift_first`: the failure text of a capture error raised through an SDK: the drift report
   first, then only the frames of the project's own code (pytest's `--full-trace` shows all).
+- `intercepting`: the marked test's interception, or one line on what to install.
 - `summary_lines`: the coverage line (requests checked per provider) and stale exemptions.
 """
 
@@ -16,6 +17,8 @@ from __future__ import annotations
 import sysconfig
 import warnings
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +47,7 @@ __all__ = [
     "drift_first",
     "finish",
     "gate",
+    "intercepting",
     "moves_line",
     "record_chain",
     "session_for",
@@ -84,6 +88,22 @@ def session_for(
     item.user_properties.append((PROP_USED, str(session.cassette)))
     item.stash[SESSION] = session
     return session
+
+
+@contextmanager
+def intercepting(session: CaptureSession) -> Iterator[None]:
+    """`session.intercept()` around a marked test. With neither httpx2 nor httpx installed, the
+    test fails with the one line naming the extra to install (failed outside the `except`, or
+    pytest would chain the error's own report to it)."""
+    with ExitStack() as stack:
+        problem = None
+        try:
+            stack.enter_context(session.intercept())
+        except HarnessError as error:
+            problem = str(error)
+        if problem is not None:
+            fail(f"harness: {problem}")
+        yield
 
 
 def gate(item: pytest.Item, session: CaptureSession, settings: Settings) -> None:

@@ -743,14 +743,21 @@ def test_a_waterfall_leaves_no_reference_cycle_behind() -> None:
     ctx.on("e", add)
     ctx.on("e", add)
 
-    def waterfalls() -> None:
+    def waterfalls(count: int) -> None:
         async def main() -> None:
-            for _ in range(50):
+            for _ in range(count):
                 assert await ctx.waterfall("e", 1) == 3
 
         run(main())
 
-    assert cyclic_garbage(waterfalls) == cyclic_garbage(lambda: None) == 0
+    # A cycle per waterfall leaves at least 200 more objects after 200 of them than after none,
+    # in every attempt. Garbage another thread (a pool of an earlier test) drops into the window
+    # is noise, so one clean attempt of three is enough.
+    attempts = [
+        (cyclic_garbage(lambda: waterfalls(200)), cyclic_garbage(lambda: waterfalls(0)))
+        for _ in range(3)
+    ]
+    assert any(many == none for many, none in attempts), attempts
 
 
 def test_a_longer_session_leaves_no_more_cyclic_garbage_and_its_values_are_untracked() -> None:

@@ -25,13 +25,13 @@ worker threads that would not see a context variable.
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Final
 
-from harness.capture.transport import LIBRARIES, capture_transport
+from harness.capture.transport import capture_transport, installed_libraries, missing_library
+from harness.errors import UsageError
 
 if TYPE_CHECKING:
     from harness.capture.config import CaptureConfig
@@ -72,11 +72,12 @@ def intercepting(session: CaptureSession, config: CaptureConfig) -> Iterator[Cap
 
 
 def _libraries() -> list[Any]:
-    modules = []
-    for name in LIBRARIES:
-        if importlib.util.find_spec(name) is not None:
-            modules.append(importlib.import_module(name))
-    return modules
+    """The installed HTTP libraries; with neither, nothing could be captured: one line on what
+    to install, rather than a test that passes having captured nothing."""
+    names = installed_libraries()
+    if not names:
+        raise UsageError(missing_library())
+    return [importlib.import_module(name) for name in names]
 
 
 def _install() -> None:

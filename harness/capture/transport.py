@@ -9,17 +9,27 @@ forwarded to an upstream of the other library is rebuilt in that library's types
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
 from typing import TYPE_CHECKING, Any, Final
 
 from harness.capture.cassette import FRAMING, HttpResponse
+from harness.distribution import install_command
 from harness.errors import CaptureError, UsageError
 
 if TYPE_CHECKING:
     from harness.capture.proof import Ticket
     from harness.capture.session import CaptureSession
 
-__all__ = ["capture_transport", "client_for", "library", "transport_class", "transport_for"]
+__all__ = [
+    "capture_transport",
+    "client_for",
+    "installed_libraries",
+    "library",
+    "missing_library",
+    "transport_class",
+    "transport_for",
+]
 
 LIBRARIES: Final = ("httpx2", "httpx")
 
@@ -31,10 +41,38 @@ def library(name: str) -> Any:
     try:
         return importlib.import_module(name)
     except ImportError:
-        raise UsageError(
-            f"capturing through {name} needs the {name} package, which is not installed:"
-            f" pip install {name} (the anthropic and openai SDKs bring one of httpx2 or httpx)"
-        ) from None
+        raise UsageError(missing_library(name)) from None
+
+
+def installed_libraries() -> list[str]:
+    """The names in LIBRARIES that this environment can import, without importing them."""
+    found = []
+    for name in LIBRARIES:
+        try:
+            if importlib.util.find_spec(name) is not None:
+                found.append(name)
+        except (ImportError, ValueError):  # a broken or half-removed install counts as absent
+            continue
+    return found
+
+
+def missing_library(name: str | None = None) -> str:
+    """What to install when `name` (or, with None, either library) is missing: one line."""
+    extra = install_command("capture")  # brings httpx2
+    if name is None:
+        return (
+            "capture needs httpx2 or httpx, and neither is installed: "
+            f"{extra} (or install the SDK you test: anthropic and openai bring one)"
+        )
+    wanted = extra if name == "httpx2" else f"pip install {name}"
+    other = [library for library in installed_libraries() if library != name]
+    if other:
+        return (
+            f"capturing through {name} needs the {name} package, which is not installed; this "
+            f"environment has {other[0]}: use its clients (header_capture.{other[0]}_client()) "
+            f"or {wanted}"
+        )
+    return f"capturing through {name} needs the {name} package, which is not installed: {wanted}"
 
 
 def transport_for(session: CaptureSession, name: str) -> Any:

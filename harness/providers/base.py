@@ -24,9 +24,11 @@ note `docs/decisions/0005-capture.md` lists every key and why.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from fnmatch import fnmatchcase
 from typing import Any, Protocol, runtime_checkable
+from urllib.parse import unquote, urlsplit
 
 import msgspec
 
@@ -190,3 +192,11 @@ def truncate(blocks: Mapping[str, Any], point: Point) -> dict[str, Any]:
             out[key] = [*value[:index], message]
         break
     return out
+
+
+def model_in_path(pattern: re.Pattern[str], url: str | None) -> str | None:
+    """The model a provider's URL path names (`pattern`'s group `model`), if any."""
+    if url is None:
+        return None
+    found = pattern.search(urlsplit(url).path.rstrip("/"))
+    return unquote(found.group("model")) if found else None

@@ -20,13 +20,13 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
-from urllib.parse import unquote, urlsplit
 
 from harness.providers.base import (
     CacheUsage,
     breakpoints,
     integer,
     member,
+    model_in_path,
     point_pointer,
     settings_of,
     truncate,
@@ -46,10 +46,7 @@ _CONVERSE_BLOCKS: Final = frozenset(
 
 
 def model_in(url: str | None) -> str | None:
-    if url is None:
-        return None
-    found = _PATH.search(urlsplit(url).path.rstrip("/"))
-    return unquote(found.group("model")) if found else None
+    return model_in_path(_PATH, url)
 
 
 class BedrockConverse:

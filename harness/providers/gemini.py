@@ -19,9 +19,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
-from urllib.parse import unquote, urlsplit
 
-from harness.providers.base import CacheUsage, integer, member, settings_of, without
+from harness.providers.base import CacheUsage, integer, member, model_in_path, settings_of, without
 from harness.reasons import Vocabulary
 from harness.views import CacheView, RequestSplit
 
@@ -60,11 +59,7 @@ _SAMPLING: Final = frozenset(
 
 
 def model_in(url: str | None) -> str | None:
-    """The model named in a `.../models/<model>:generateContent` path, if any."""
-    if url is None:
-        return None
-    found = _METHOD.search(urlsplit(url).path.rstrip("/"))
-    return unquote(found.group("model")) if found else None
+    return model_in_path(_METHOD, url)
 
 
 class Gemini:
