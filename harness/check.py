@@ -9,12 +9,17 @@ scenarios) and the benchmark all check a scenario here:
 4. run the registration shuffle;
 5. judge, with the one rule for a scenario that expects to be unstable: it passes when the
    rebuild or the shuffle caught it and nothing errored.
+Before a writing mode records anything, the scenario must make sense (`harness.validation`) and
+its folder must be a real folder (`paths.refuse_linked_folder`); no other scenario beside it may
+own its pin with other bytes (`refuse_second_owner`). `update` also rewrites a scenario.json that
+changed while its replay still passes.
 Nothing here writes a file: `ScenarioCheck.files` holds what a writing mode wants written, for
 the caller to write (the CLI directly, the plugin on its controller process).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,7 +28,7 @@ import msgspec
 from harness.agent.llm import ScriptedAdapter
 from harness.ci import Mode
 from harness.errors import HarnessError
-from harness.files import FileContents, decode, encode
+from harness.files import FileContents, decode, encode, read_checked
 from harness.fixture import (
     ANSWERS_FILE,
     LOG_FILE,
@@ -36,12 +41,14 @@ from harness.fixture import (
     Scenario,
     load_fixture,
 )
-from harness.pins import Pin, pin_from_headers
+from harness.paths import refuse_linked_folder
+from harness.pins import SYSTEM_PIN, TOOLS_PIN, Pin, pin_from_headers
 from harness.record import recording_files
 from harness.replay import Finding, ReplayResult, replay_fixture, verdict
 from harness.scenario import Run, run_sync
 from harness.secrets import refuse_secrets
 from harness.shuffle import ShuffleResult, shuffle_scenario
+from harness.validation import check_scenario_input
 
 __all__ = [
     "ScenarioCheck",
@@ -49,11 +56,14 @@ __all__ = [
     "check_fixture",
     "check_scenario",
     "judge",
+    "recording_files_of",
+    "refuse_second_owner",
     "shuffle_finding",
 ]
 
 # Findings a test marked `moves_header(reason=...)` expects: its header moved on purpose.
 MOVED_KINDS = ("pin", "log", "requests")
+PIN_FILES = (SYSTEM_PIN, TOOLS_PIN)
 
 
 class ScenarioProblem(HarnessError):
@@ -163,9 +173,12 @@ def check_scenario(
 ) -> ScenarioCheck:
     """Check the scenario `declared` in `folder` as `mode` says (see the module doc)."""
     mode = Mode.parse(str(mode))
+    check_scenario_input(declared, folder / SCENARIO_FILE)
     recorded = (folder / LOG_FILE).exists()
     files: list[FileContents] = []
     staged: Pin | None = None
+    if mode.writes:
+        refuse_linked_folder(folder)
     if mode is Mode.RECORD or (mode is Mode.UPDATE_NEW_ONLY and not recorded):
         fixture, staged, files = _record(folder, declared)
     elif not recorded:
@@ -180,8 +193,73 @@ def check_scenario(
     if mode is Mode.UPDATE and not result.ok:
         fixture, staged, files = _update(folder, fixture, result)
         result = replay_fixture(fixture, pin=staged, missing_pin_ok=True)
+    elif mode is Mode.UPDATE and _input_changed(folder, declared):
+        # The replay still passes with the test's scenario: only scenario.json is stale, and
+        # `check` would keep asking for an update that never wrote it.
+        files = [(folder / SCENARIO_FILE, encode(declared))]
+        refuse_secrets(files)
+    refuse_second_owner(folder, declared, files)
     shuffled = _shuffle(fixture, shuffle, seed, command)
     return judge(fixture, result, shuffled, moves_header=moves_header, command=command, files=files)
+
+
+def recording_files_of(fixture: Fixture) -> list[FileContents]:
+    """The files `harness record` writes for a scenario: run on its stand-in model (its script),
+    checked against the other owners of its pin, not written."""
+    adapter = ScriptedAdapter(fixture.scenario.script, keep_requests=False)
+    run = run_sync(fixture.scenario, adapter, keep_requests=False)
+    files = recording_files(fixture.folder, run)
+    refuse_second_owner(fixture.folder, fixture.scenario, files)
+    return files
+
+
+def _input_changed(folder: Path, declared: Scenario) -> bool:
+    try:
+        return read_checked(folder / SCENARIO_FILE) != encode(declared)
+    except HarnessError:
+        return True
+
+
+def refuse_second_owner(folder: Path, scenario: Scenario, files: Sequence[FileContents]) -> None:
+    """ScenarioProblem when `files` would rewrite a pin another scenario beside `folder` owns.
+
+    A pin holds the headers of the scenario that owns it. Two owners that send the same header
+    agree, and may both write it; but a recording that would give the pin other bytes while
+    another scenario also owns it would make that one's next `check` fail, and no update could
+    fix both. Scenarios that cannot be read are left to the command that reads them.
+    """
+    pin = scenario.pin
+    if pin is None or not pin.owner:
+        return
+    changed = [path for path, data in files if path.name in PIN_FILES and _differs(path, data)]
+    if not changed:
+        return
+    here = Path(folder).resolve()
+    for other in sorted(Path(folder).parent.glob(f"*/{SCENARIO_FILE}")):
+        if other.parent.resolve() == here:
+            continue
+        try:
+            theirs = decode(read_checked(other), Scenario, other)
+        except HarnessError:
+            continue
+        if theirs.pin is not None and theirs.pin.owner and theirs.pin.name == pin.name:
+            raise ScenarioProblem(
+                f"scenario {scenario.name!r} would rewrite pin {pin.name!r} ({changed[0]}),"
+                f" which {other} also owns, with other bytes: its next check would fail. A pin"
+                ' has one owner: set "owner": false in one of them, or give it a pin of its'
+                " own. Nothing was written."
+            )
+
+
+def _differs(path: Path, data: bytes) -> bool:
+    """Whether `path` exists with other bytes (a missing pin conflicts with nothing yet: under
+    pytest-xdist the controller refuses a second, different write to one path)."""
+    if not path.exists():
+        return False
+    try:
+        return read_checked(path) != data
+    except HarnessError:
+        return True
 
 
 def _load(folder: Path, declared: Scenario, mode: Mode) -> Fixture:

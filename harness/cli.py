@@ -3,39 +3,80 @@
 Exit codes (the same for every subcommand):
   0  everything checked is as recorded (or the command did what it was asked)
   1  drift or another finding: the report says which block, where, and what it costs
-  2  bad input or usage: an unreadable, corrupt or foreign file, an unsafe name, a write refused
-     under CI; one line names the file and what to do
+  2  bad input or usage: an unreadable, corrupt or foreign file, an unsafe name, a bad argument, a
+     write refused under CI or one that failed; one line names the file and what to do
+
+The commands work on the user's `fixtures/` (or the folders given) and say so when there is none;
+only `harness demo` uses the scenarios shipped with the harness. Everything printed is redacted
+(`harness.secrets.redact_text`), encodable on any terminal (a character the output encoding lacks
+is escaped, never a crash), and safe for GitHub Actions (`harness.ci.actions_safe`).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import NoReturn, TextIO
 
 import msgspec
 
 from harness.capture.audit import CassetteAudit, audit_cassette, find_cassettes, summary_lines
 from harness.capture.cassette import load_cassette
-from harness.check import ScenarioCheck, check_fixture, markdown_table, text_table
-from harness.ci import annotation, write_step_summary, writes_allowed
+from harness.check import (
+    ScenarioCheck,
+    check_fixture,
+    markdown_table,
+    recording_files_of,
+    refuse_second_owner,
+    text_table,
+)
+from harness.ci import actions_safe, annotation, detect_ci, write_step_summary
 from harness.demo import demo_source
 from harness.diffing import diff_files
-from harness.errors import EXIT_DRIFT, EXIT_USAGE, FixtureError, HarnessError
+from harness.errors import (
+    EXIT_DRIFT,
+    FixtureError,
+    HarnessError,
+    UsageError,
+    WriteRefused,
+    one_line,
+)
+from harness.files import write_files
 from harness.fixture import Fixture, RecordedRequestHeader, find_fixtures, load_fixture
 from harness.init import HELP as INIT_HELP
 from harness.init import add_arguments as init_arguments
 from harness.init import init_project
+from harness.paths import refuse_linked_folder
 from harness.prefix import PrefixChain
-from harness.record import pins_root, record_fixture, write_recording
+from harness.record import pins_root, recording_files
 from harness.replay import Finding, replay_fixture, verdict
+from harness.secrets import redact_text
 
 EXIT_OK = 0
 
 
+def _printable(text: str, stream: TextIO) -> str:
+    """`text` redacted, and encodable by `stream` (characters it lacks are escaped)."""
+    text = redact_text(text)
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    try:
+        text.encode(encoding)
+    except UnicodeEncodeError:
+        text = text.encode(encoding, "backslashreplace").decode(encoding)
+    except LookupError:
+        pass
+    return text
+
+
 def out(text: str = "") -> None:
-    print(text)
+    print(_printable(actions_safe(text), sys.stdout))
+
+
+def err(text: str) -> None:
+    print(_printable(actions_safe(text), sys.stderr), file=sys.stderr)
 
 
 def project_fixtures() -> Path:
@@ -212,9 +253,9 @@ def _github(
             head = item.to_text().splitlines()[0]
             lines += ["", f"### `{audit.path}`: {head}", item.report.to_markdown()]
             annotations.append(annotation(head, file=str(audit.path), title="header drift"))
-    if write_step_summary("\n".join(lines)):
+    if write_step_summary(redact_text("\n".join(lines))):
         for line in annotations:
-            print(line)
+            print(_printable(line, sys.stdout))
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -233,21 +274,31 @@ def cmd_replay(args: argparse.Namespace) -> int:
 def cmd_record(args: argparse.Namespace) -> int:
     for path in args.scenarios:
         folder = Path(path)
-        if not folder.exists() and (Path("fixtures") / path).is_dir():
-            folder = Path("fixtures") / path  # a name under the project's fixtures/
+        if not folder.exists() and not folder.is_absolute() and len(folder.parts) == 1:
+            if not Path("fixtures").is_dir():  # never the shipped scenarios
+                raise FixtureError(
+                    path,
+                    "does not exist, and there is no fixtures/ folder here to look the name up in",
+                    "run it in the project's folder, or pass the scenario folder's path",
+                )
+            folder = Path("fixtures") / path  # a scenario named by its folder under fixtures/
         fixture = load_fixture(folder, scenario_only=True)
-        changed = record_fixture(fixture)
+        refuse_linked_folder(fixture.folder)
+        changed = write_files(recording_files_of(fixture))
         out(f"{fixture.scenario.name}: recorded" + "".join(f"\n  wrote {p}" for p in changed))
     return EXIT_OK
 
 
 def cmd_refresh(args: argparse.Namespace) -> int:
     for fixture in _fixtures(args.paths):
+        refuse_linked_folder(fixture.folder)
         before = replay_fixture(fixture)
         if before.run is None:
             _print_findings(fixture.scenario.name, before.findings, fmt="text")
             return EXIT_DRIFT
-        changed = write_recording(fixture.folder, before.run, answers=False)
+        files = recording_files(fixture.folder, before.run, answers=False)
+        refuse_second_owner(fixture.folder, fixture.scenario, files)
+        changed = write_files(files)
         if not changed:
             out(f"{fixture.scenario.name}: unchanged")
             continue
@@ -306,8 +357,25 @@ def cmd_init(args: argparse.Namespace) -> int:
 # -- entry point ---------------------------------------------------------------------------------
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its errors as one `UsageError` line (exit 2) instead of usage and exit."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see {self.prog} --help)")
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, not {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected 0 or more, not {value}")
+    return value
+
+
 def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(
+    top = _Parser(
         prog="harness",
         description="Prove an LLM agent's request headers are byte-stable: "
         "record, replay, shuffle, diff.",
@@ -325,7 +393,7 @@ def parser() -> argparse.ArgumentParser:
     def shuffle_options(command: argparse.ArgumentParser, default: int) -> None:
         command.add_argument(
             "--shuffle",
-            type=int,
+            type=_count,
             default=default,
             metavar="N",
             help=f"registration orders per scenario (default {default}; 0 skips)",
@@ -389,21 +457,25 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
-    if args.command in ("record", "refresh") and not writes_allowed():
-        print(
-            f"harness {args.command}: refusing to write under CI; "
-            "run it locally and commit the result",
-            file=sys.stderr,
-        )
-        return EXIT_USAGE
+    command = "harness"
     try:
+        args = parser().parse_args(argv)
+        command = f"harness {args.command}"
+        found = detect_ci()
+        if args.command in ("record", "refresh") and found is not None:
+            raise WriteRefused(
+                f"refusing to write under CI ({found.describe()}): CI never writes; run it"
+                " locally and commit the result"
+            )
         return int(args.fn(args))
     except HarnessError as error:  # every error a user can cause: one line, its exit code
-        print(f"harness {args.command}: {error}", file=sys.stderr)
+        err(one_line(f"{command}: {error}"))
         return error.exit_code
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `harness check | head`: the reader left; say nothing more
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + 13  # as a shell reports a process SIGPIPE ended
 
 
 if __name__ == "__main__":

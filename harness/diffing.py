@@ -6,11 +6,14 @@ tool pins as the tools of their first header; two cassettes exchange by exchange
 own, then each prove_stable call's), the first request whose cache view differs; two provider
 request bodies (as sent, or a cassette's recorded request with its URL) in their provider's cache
 order, so the report has the provider's verdict and the cost. Anything else is compared as plain
-JSON values.
+JSON values. Big files stay cheap: each is read once, and two values over
+`harness.drift.far.FAR` bytes are compared member by member rather than encoded whole (two 50 MB
+bodies: about a second, and the memory of the two values).
 """
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import msgspec
@@ -19,6 +22,7 @@ from harness.agent.session import Header, LlmConfig
 from harness.capture.audit import request_of
 from harness.capture.cassette import CaptureFile, Exchange
 from harness.drift import DriftReport, compare, compare_values
+from harness.drift.far import FAR
 from harness.errors import FixtureError
 from harness.files import decode, read_checked, with_position
 from harness.fixture import RequestsFile, ToolSchemasPin
@@ -28,32 +32,49 @@ from harness.views import RequestSplit, view_of_header, view_of_request
 __all__ = ["diff_files"]
 
 
-def _load_json(path: Path) -> object:
+_HARNESS_KINDS = ("harness/requests", "harness/tool-schemas", "harness/capture")
+
+
+def _load_json(path: Path) -> tuple[object, bytes | None, int]:
+    """The file decoded as JSON, and its bytes when it is a harness file (decoded again, strictly,
+    as its kind); other files' bytes are let go at once (two 50 MB bodies are big enough)."""
     data = read_checked(path, missing_hint="check the path")
     try:
-        return msgspec.json.decode(data)
+        value = msgspec.json.decode(data)
     except msgspec.DecodeError as error:
         raise FixtureError(path, f"is not valid JSON: {with_position(data, str(error))}") from None
     except RecursionError:
         raise FixtureError(path, "nests too deeply to be read") from None
+    kind = value.get("kind") if isinstance(value, dict) else None
+    return value, data if kind in _HARNESS_KINDS else None, len(data)
 
 
 def diff_files(a: Path, b: Path) -> DriftReport:
     """The drift report from file `a` to file `b`."""
-    raw_a, raw_b = _load_json(a), _load_json(b)
+    collecting = gc.isenabled()
+    gc.disable()  # two big decoded values make every full collection walk millions of objects
+    try:
+        return _diff(a, b)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _diff(a: Path, b: Path) -> DriftReport:
+    (raw_a, data_a, size_a), (raw_b, data_b, size_b) = _load_json(a), _load_json(b)
     kinds = {x.get("kind") if isinstance(x, dict) else None for x in (raw_a, raw_b)}
-    if kinds == {"harness/requests"}:
-        ra = decode(a.read_bytes(), RequestsFile, a).requests
-        rb = decode(b.read_bytes(), RequestsFile, b).requests
+    if kinds == {"harness/requests"} and data_a is not None and data_b is not None:
+        ra = decode(data_a, RequestsFile, a).requests
+        rb = decode(data_b, RequestsFile, b).requests
         for x, y in zip(ra, rb, strict=False):
             if msgspec.json.encode(x) != msgspec.json.encode(y):
                 return compare(
                     view_of_request(x), view_of_request(y), label_a=str(a), label_b=str(b)
                 )
         return compare_values(len(ra), len(rb), label_a=str(a), label_b=str(b))
-    if kinds == {"harness/tool-schemas"}:
-        pa = decode(a.read_bytes(), ToolSchemasPin, a)
-        pb = decode(b.read_bytes(), ToolSchemasPin, b)
+    if kinds == {"harness/tool-schemas"} and data_a is not None and data_b is not None:
+        pa = decode(data_a, ToolSchemasPin, a)
+        pb = decode(data_b, ToolSchemasPin, b)
         config = LlmConfig("pinned", "pinned")
         return compare(
             view_of_header(Header(config=config, tools=pa.initial)),
@@ -61,14 +82,20 @@ def diff_files(a: Path, b: Path) -> DriftReport:
             label_a=str(a),
             label_b=str(b),
         )
-    if kinds == {"harness/capture"}:
-        return _diff_cassettes(
-            decode(a.read_bytes(), CaptureFile, a), decode(b.read_bytes(), CaptureFile, b), a, b
-        )
+    if kinds == {"harness/capture"} and data_a is not None and data_b is not None:
+        return _diff_cassettes(decode(data_a, CaptureFile, a), decode(data_b, CaptureFile, b), a, b)
+    size = max(size_a, size_b)
     split_a, split_b = _split_body(raw_a), _split_body(raw_b)
-    if split_a is not None and split_b is not None:
+    if split_a is not None and split_b is not None and size <= FAR:
         return compare(split_a.view, split_b.view, label_a=str(a), label_b=str(b))
-    return compare_values(raw_a, raw_b, label_a=str(a), label_b=str(b))
+    report = compare_values(raw_a, raw_b, label_a=str(a), label_b=str(b), decoded=True, size=size)
+    if split_a is not None and split_b is not None:  # the cache view would copy both bodies
+        note = (
+            f"two request bodies over {FAR // (1024 * 1024)} MiB are compared as JSON values,"
+            " member by member, without the provider's cache verdict"
+        )
+        report = msgspec.structs.replace(report, notes=(*report.notes, note))
+    return report
 
 
 def _split_body(value: object) -> RequestSplit | None:

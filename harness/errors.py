@@ -15,6 +15,7 @@ nothing from the harness.
 
 from __future__ import annotations
 
+import errno
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -35,9 +36,11 @@ __all__ = [
     "FixtureError",
     "HarnessError",
     "HashSeedError",
+    "InvalidScenario",
     "SecretLeak",
     "UnsafeName",
     "UsageError",
+    "WriteFailed",
     "WriteRefused",
     "one_line",
 ]
@@ -78,8 +81,39 @@ class FixtureError(HarnessError):
         super().__init__(one_line(f"{path}: {problem}" + (f" ({hint})" if hint else "")))
 
 
+class InvalidScenario(FixtureError):
+    """A scenario that decodes but cannot run: a config key its app preset does not take, a
+    value of the wrong type, a malformed tool order, two plugins with one name."""
+
+
 class WriteRefused(HarnessError):
     """The harness was asked to write while it must not (CI, or check mode)."""
+
+
+class WriteFailed(HarnessError):
+    """A write the harness attempted failed (a read-only folder, a full disk); the old file is
+    unchanged. `errno` is the operating system's."""
+
+    def __init__(self, path: Path | str, error: OSError) -> None:
+        self.path = Path(path)
+        self.errno = error.errno
+        hint = _WRITE_HINTS.get(error.errno or 0, "")
+        reason = error.strerror or str(error)
+        super().__init__(
+            one_line(
+                f"cannot write {path}: {reason}; nothing was changed (the old file is intact)"
+                + (f"; {hint}" if hint else "")
+            )
+        )
+
+
+_WRITE_HINTS = {
+    errno.ENOSPC: "free some disk space and run it again",
+    errno.EDQUOT: "free some of your disk quota and run it again",
+    errno.EROFS: "the file system is read-only",
+    errno.EACCES: "check the folder's permissions",
+    errno.EPERM: "check the folder's permissions",
+}
 
 
 class UnsafeName(HarnessError, ValueError):

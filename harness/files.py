@@ -17,12 +17,12 @@ import stat
 import tempfile
 import warnings
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import msgspec
 
-from harness.ci import writes_allowed
-from harness.errors import FixtureError, WriteRefused
+from harness.ci import refuse_writes_under_ci
+from harness.errors import FixtureError, WriteFailed
 from harness.paths import refuse_case_twin
 from harness.secrets import scan_secrets
 
@@ -148,19 +148,86 @@ def warn_if_secret(path: Path | str, data: bytes) -> None:
         )
 
 
+_KINDS: Final = (
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+# Never wait on a FIFO or a terminal: a FIFO opened for reading with no writer would block forever.
+_OPEN_FLAGS: Final = (
+    os.O_RDONLY
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_NOCTTY", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_BINARY", 0)
+)
+
+
+def _not_regular(mode: int) -> str:
+    return next((kind for test, kind in _KINDS if test(mode)), "not a regular file")
+
+
 def read_checked(path: Path, missing_hint: str = "record it first: harness record") -> bytes:
-    """A file's bytes, refused by size before it is read; every failure is a FixtureError."""
+    """A regular file's bytes, at most `MAX_FILE_BYTES`; every failure is a FixtureError.
+
+    Only regular files are read (a symlink is followed to one): a FIFO would block forever and a
+    device such as `/dev/zero` never ends. The size limit is checked on the open file and again
+    while reading, so a file that grows (or lies about its size) is refused, not read unbounded.
+    """
+    limit = MAX_FILE_BYTES
     try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise FixtureError(path, f"is {size:,} bytes, over the {MAX_FILE_BYTES:,}-byte limit")
-        return path.read_bytes()
+        fd = os.open(path, _OPEN_FLAGS)
     except FileNotFoundError:
         raise FixtureError(path, "does not exist", missing_hint) from None
     except IsADirectoryError:
         raise FixtureError(path, "is a folder, not a file") from None
     except OSError as error:
         raise FixtureError(path, f"cannot be read: {error.strerror}") from None
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise FixtureError(path, "is a folder, not a file")
+        if not stat.S_ISREG(info.st_mode):
+            raise FixtureError(
+                path,
+                f"is {_not_regular(info.st_mode)}, not a regular file",
+                "the harness reads regular files only",
+            )
+        if info.st_size > limit:
+            raise FixtureError(path, f"is {info.st_size:,} bytes, over the {limit:,}-byte limit")
+        # One read of the stated size (and a byte more) is the usual case; keep reading only
+        # while the file gives more, never past the limit.
+        chunks = [os.read(fd, min(info.st_size, limit) + 1)]
+        size = len(chunks[0])
+        while chunks[-1] and size <= limit:
+            chunks.append(os.read(fd, min(1 << 20, limit + 1 - size)))
+            size += len(chunks[-1])
+        if size > limit:
+            raise FixtureError(path, f"grew over the {limit:,}-byte limit while it was read")
+        return chunks[0] if len(chunks) <= 2 and not chunks[-1] else b"".join(chunks)
+    except OSError as error:
+        raise FixtureError(path, f"cannot be read: {error.strerror}") from None
+    finally:
+        os.close(fd)
+
+
+def _holds(path: Path, data: bytes) -> bool:
+    """Whether `path` is a regular file holding exactly `data` (never blocks on a FIFO)."""
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except OSError:
+        return False
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size != len(data):
+            return False
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            return handle.read(len(data) + 1) == data
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def read(path: Path, kind: type[T]) -> T:
@@ -174,35 +241,35 @@ def write_atomic(path: Path, data: bytes) -> bool:
     """Write `data` to `path` through a temp file in the same folder and a rename.
 
     Returns False (and writes nothing) when the file already holds exactly `data`, so rewriting
-    unchanged content leaves mtimes and git alone. Refuses under CI (WriteRefused), and beside a
-    name that differs only in case (UnsafeName, see `paths.refuse_case_twin`).
+    unchanged content leaves mtimes and git alone. Refuses under CI (WriteRefused, naming the
+    variable), and beside a name that differs only in case (UnsafeName, see
+    `paths.refuse_case_twin`). A write that fails (a read-only folder, a full disk) raises
+    `WriteFailed` and leaves the old file as it was.
     """
-    if not writes_allowed():
-        raise WriteRefused(
-            f"refusing to write {path} under CI; refresh fixtures locally and commit them"
-        )
+    refuse_writes_under_ci(f"write {path}", "refresh fixtures locally and commit them")
     refuse_case_twin(path)
+    if _holds(path, data):
+        return False
+    temp: str | None = None
     try:
-        if path.read_bytes() == data:
-            return False
-    except FileNotFoundError:
-        pass
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        mode = stat.S_IMODE(path.stat().st_mode)
-    except FileNotFoundError:
-        mode = 0o666 & ~_umask()
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            mode = stat.S_IMODE(path.stat().st_mode)
+        except FileNotFoundError:
+            mode = 0o666 & ~_umask()
+        fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         os.fchmod(fd, mode)  # mkstemp makes 0600 files; a fixture keeps its (or the usual) mode
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+        temp = None
+    except OSError as error:
+        raise WriteFailed(path, error) from None
+    finally:
+        if temp is not None:
+            Path(temp).unlink(missing_ok=True)
     _fsync_folder(path.parent)
     return True
 

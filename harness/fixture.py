@@ -16,6 +16,7 @@ order, atomic writes); its names are re-exported here, where they used to live.
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -61,6 +62,7 @@ from harness.files import write as write
 from harness.files import write_atomic as write_atomic
 from harness.files import write_files as write_files
 from harness.paths import safe_component
+from harness.validation import check_scenario_input
 
 SESSION_TOKEN = "{{session_id}}"
 TIME_TOKEN = "{{time}}"
@@ -68,6 +70,7 @@ SYSTEM_TOKEN = "{{system}}"
 TOOLS_TOKEN = "{{tools}}"
 
 T = TypeVar("T", bound=Versioned)
+R = TypeVar("R", "LogFile", "RequestsFile", "AnswersFile")
 
 
 # -- scenario input ------------------------------------------------------------------------------
@@ -298,12 +301,21 @@ def load_fixture(
             safe_component(name)
         except UnsafeName as error:
             raise FixtureError(folder / SCENARIO_FILE, str(error)) from None
+    check_scenario_input(scenario, folder / SCENARIO_FILE)
 
-    def optional(name: str, kind: type[T]) -> T | None:
+    def optional(name: str, kind: type[R]) -> R | None:
         path = folder / name
         if scenario_only or (not require_recording and not path.exists()):
             return None
-        return read(path, kind)
+        recording = read(path, kind)
+        if recording.scenario != scenario.name:  # a file copied from another scenario's folder
+            raise FixtureError(
+                path,
+                f"belongs to scenario {recording.scenario!r}, not {scenario.name!r}"
+                " (at `$.scenario`)",
+                f"copied from another folder? re-record it: harness record {folder}",
+            )
+        return recording
 
     return Fixture(
         str(folder),
@@ -314,16 +326,57 @@ def load_fixture(
     )
 
 
+# Files only a scenario folder holds: a folder with one of them but no scenario.json lost it.
+_RECORDING_FILES = (LOG_FILE, REQUESTS_FILE, ANSWERS_FILE)
+# Folders under fixtures/ that hold other recordings, not scenarios.
+_NOT_SCENARIOS = frozenset({"cassettes"})
+
+
 def find_fixtures(paths: list[Path]) -> list[Path]:
-    """Scenario folders under the given paths (a folder holding scenario.json, or its parent)."""
+    """Scenario folders under the given paths (a folder holding scenario.json, or its parent).
+
+    Nothing is skipped silently: a folder of the parent that cannot be listed, or that holds a
+    recording but no scenario.json (renamed or deleted), is a FixtureError naming it.
+    """
     found: list[Path] = []
     for path in paths:
-        if (path / SCENARIO_FILE).is_file():
-            found.append(path)
-        elif path.is_dir():
-            found.extend(sorted(p.parent for p in path.glob(f"*/{SCENARIO_FILE}")))
-        elif path.name == SCENARIO_FILE:
-            found.append(path.parent)
-        else:
-            raise FixtureError(path, "is not a scenario folder or a folder of them")
+        try:
+            if (path / SCENARIO_FILE).exists():
+                found.append(path)
+            elif path.is_dir():
+                found.extend(_scenario_folders(path))
+            elif path.name == SCENARIO_FILE:
+                found.append(path.parent)
+            else:
+                raise FixtureError(path, "is not a scenario folder or a folder of them")
+        except OSError as error:
+            raise FixtureError(path, f"cannot be read: {error.strerror}") from None
+    return found
+
+
+def _scenario_folders(root: Path) -> list[Path]:
+    try:
+        entries = sorted(os.scandir(root), key=lambda entry: entry.name)
+    except OSError as error:
+        raise FixtureError(root, f"cannot be listed: {error.strerror}") from None
+    found = []
+    for entry in entries:
+        if entry.name.startswith(".") or entry.name in _NOT_SCENARIOS or not entry.is_dir():
+            continue
+        folder = Path(root, entry.name)
+        try:
+            names = set(os.listdir(folder))
+        except OSError as error:
+            raise FixtureError(
+                folder, f"cannot be listed: {error.strerror}", "fix its permissions"
+            ) from None
+        if SCENARIO_FILE in names:
+            found.append(folder)
+        elif names & set(_RECORDING_FILES):
+            held = ", ".join(sorted(names & set(_RECORDING_FILES)))
+            raise FixtureError(
+                folder,
+                f"holds {held} but no {SCENARIO_FILE}",
+                "was it renamed or deleted? restore it from git, or remove the folder",
+            )
     return found

@@ -18,6 +18,7 @@ import re
 from pathlib import Path
 
 from harness.errors import UnsafeName
+from harness.secrets import redact_text
 
 _SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 _WINDOWS_RESERVED = {
@@ -40,8 +41,12 @@ def safe_component(name: str) -> str:
 
 
 def file_name_for(text: str, max_length: int = 80) -> str:
-    """A safe, distinct file name for any text (a pytest node id, say)."""
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._-") or "unnamed"
+    """A safe, distinct file name for any text (a pytest node id, say).
+
+    A secret in the text (a key in a parametrize id) never reaches the name: the slug is made
+    from the redacted text, and only a 10-digit hash of the whole text keeps names distinct.
+    """
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", redact_text(text)).strip("._-") or "unnamed"
     slug = slug.replace("..", "_")
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:10]
     head = slug[: max_length - 11]
@@ -81,4 +86,21 @@ def refuse_case_twin(path: Path) -> None:
         raise UnsafeName(
             f"refusing to write {path}: {mine.name!r} differs from the existing {theirs} only in "
             "case, and the two are one folder on macOS and Windows; rename one of them"
+        )
+
+
+def refuse_linked_folder(folder: Path) -> None:
+    """UnsafeName when `folder` is a link (or reached through one) to somewhere else.
+
+    A recording writes beside its folder: its pin goes to `../../snapshots/headers/`, found from
+    the folder's real place. A linked scenario folder would put that pin beside the link's
+    target, outside the project; the harness refuses rather than follow it.
+    """
+    folder = Path(folder)
+    real = folder.resolve()
+    if folder.is_symlink() or real != folder.parent.resolve() / folder.name:
+        raise UnsafeName(
+            f"refusing to write into {folder}: it is a link to {real}, and its recording and pin"
+            " would be written there, outside this folder; replace the link with the folder"
+            " itself"
         )

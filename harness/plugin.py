@@ -16,8 +16,8 @@ the controller writes them atomically, so `-n 2` cannot interleave a file.
 
 from __future__ import annotations
 
-import base64
-import shutil
+import os
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,26 +27,22 @@ import pytest
 from harness.ci import (
     MODES,
     WRITING_MODES,
-    annotation,
-    on_github_actions,
-    write_step_summary,
-    writes_allowed,
+    detect_ci,
 )
+from harness.controller import Controller
 from harness.distribution import install_command
 from harness.errors import FixtureError, HarnessError
 from harness.pytest_api import (
     DEFAULT_SHUFFLE,
-    PROP_CHAIN,
-    PROP_DRIFT,
     PROP_MOVES,
-    PROP_USED,
-    PROP_WRITE,
     AgentHarness,
     RegistrationShuffle,
     Settings,
+    fail,
     moves_header_reason,
     report_drift,
     settings_from,
+    shown,
 )
 from harness.pytest_capture import (
     MARKER,
@@ -54,14 +50,12 @@ from harness.pytest_capture import (
     finish,
     gate,
     intercepting,
-    moves_line,
     session_for,
-    summary_lines,
-    take_chain,
 )
 from harness.pytest_capture import (
     SESSION as CAPTURE_SESSION,
 )
+from harness.unused import DELETE_FLAG, RunRecord, Verdict, after_run
 
 __all__ = ["AgentHarness", "RegistrationShuffle", "Settings", "moves_header_reason"]
 
@@ -100,6 +94,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="folder of recorded scenarios, relative to the rootdir (default fixtures). "
         "[ini: harness_fixtures]",
     )
+    group.addoption(
+        "--harness-delete-unused",
+        action="store_true",
+        default=False,
+        help="with --harness-mode=update (or record): delete the recordings no test used, after a "
+        "run that collected the whole project and in which every test passed; without it "
+        "unused recordings are only listed",
+    )
     parser.addini("harness_mode", "default --harness-mode", default="check")
     parser.addini("harness_shuffle", "default --harness-shuffle", default=str(DEFAULT_SHUFFLE))
     parser.addini("harness_seed", "default --harness-seed", default="")
@@ -130,20 +132,57 @@ def pytest_configure(config: pytest.Config) -> None:
         "harness_capture_config for this test",
     )
     settings = settings_from(config)
+    if config.getoption("harness_delete_unused") and settings.mode not in WRITING_MODES:
+        raise pytest.UsageError(
+            f"harness: {DELETE_FLAG} deletes files, and --harness-mode={settings.mode} never"
+            " writes; run it with --harness-mode=update"
+        )
+    _refuse_snapshot_update_under_ci(config)
     config.stash[SETTINGS] = settings
+    config.stash[RUN] = RunRecord()
+    snapshot = sys.modules.get("harness.snapshot")  # a previous in-process run's refusals
+    if snapshot is not None:
+        snapshot.refused_deletions.clear()
     if not hasattr(config, "workerinput"):
-        config.pluginmanager.register(_Controller(settings), "harness-controller")
+        config.pluginmanager.register(Controller(settings, config.stash[RUN]), "harness-controller")
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistHooks(), "harness-xdist")
 
 
+_NOT_SEARCHED = frozenset({"node_modules", "__pycache__", "site-packages", "venv"})
+
+
+def _refuse_snapshot_update_under_ci(config: pytest.Config) -> None:
+    """Under CI, `--snapshot-update` would let syrupy write header snapshots and delete those it
+    finds unused (a file no extension of the run claims, it unlinks itself): refused outright
+    when the project has header snapshots."""
+    found = detect_ci()
+    if found is None or not getattr(config.option, "update_snapshots", False):
+        return
+    for folder, names, files in os.walk(config.rootpath):
+        names[:] = [n for n in names if not n.startswith(".") and n not in _NOT_SEARCHED]
+        if Path(folder).name == "__snapshots__" or "__snapshots__" in Path(folder).parts:
+            held = next((f for f in files if f.endswith(".header.json")), None)
+            if held is not None:
+                raise pytest.UsageError(
+                    f"harness: --snapshot-update would let syrupy write and delete header"
+                    f" snapshots ({Path(folder, held)}), and this is a CI run"
+                    f" ({found.describe()}): CI never writes; update them locally and commit"
+                    " them"
+                )
+
+
 class _XdistHooks:
-    """Registered only when pytest-xdist is present: hand the resolved seed to every worker."""
+    """Registered only when pytest-xdist is present: hand the resolved seed to every worker, and
+    learn which tests the workers collected."""
 
     def pytest_configure_node(self, node: Any) -> None:
         settings = node.config.stash[SETTINGS]
         node.workerinput["harness_seed"] = settings.seed
         node.workerinput["harness_seed_source"] = settings.seed_source
+
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: Sequence[str]) -> None:
+        node.config.stash[RUN].collected.update(ids)
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -167,46 +206,9 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     try:
         reason = moves_header_reason(item)
     except pytest.UsageError as error:
-        pytest.fail(str(error), pytrace=False)
+        fail(str(error))
     if reason is not None:
         item.user_properties.append((PROP_MOVES, reason))
-
-
-# -- talking to the controller -------------------------------------------------------------------
-
-
-class _Controller:
-    """Registered on the controller only (no xdist, or xdist's main process): acts on reports."""
-
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.when != "teardown":  # the teardown report carries every property of the test
-            return
-        settings = self.settings
-        value: Any
-        for key, value in report.user_properties:
-            if key == PROP_WRITE and settings.mode in WRITING_MODES and writes_allowed():
-                path = Path(value["path"])
-                try:
-                    from harness.files import write_atomic
-
-                    if write_atomic(path, base64.b64decode(value["data"])):
-                        settings.written.append(path)
-                except (HarnessError, OSError) as error:  # a twin made meanwhile, a full disk...
-                    settings.unwritten.append(f"{path}: {error}")
-            elif key == PROP_DRIFT:
-                settings.drifts.append(value)
-            elif key == PROP_USED:
-                settings.used.add(value)
-            elif key == PROP_MOVES:
-                settings.moves.append((report.nodeid, value))
-            elif key == PROP_CHAIN:
-                take_chain(settings, report.nodeid, value)
-
-    def pytest_deselected(self, items: Sequence[pytest.Item]) -> None:
-        self.settings.deselected += len(items)
 
 
 # -- recorded scenarios as tests ---------------------------------------------------------------
@@ -216,14 +218,33 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     config = parent.config
     if not config.getini("harness_collect"):
         return None
-    from harness.fixture import SCENARIO_FILE  # the runtime and the codec load when needed
+    from harness.fixture import (
+        LOG_FILE,
+        SCENARIO_FILE,
+    )  # the runtime and the codec load when needed
 
-    if file_path.name != SCENARIO_FILE:
+    if file_path.name not in (SCENARIO_FILE, LOG_FILE):
         return None
     fixtures = config.stash[SETTINGS].fixtures.resolve()
     if fixtures not in file_path.resolve().parents:
         return None
+    if file_path.name == LOG_FILE:  # a recording whose scenario.json was renamed or deleted
+        if (file_path.parent / SCENARIO_FILE).exists():
+            return None
+        return OrphanRecording.from_parent(parent, path=file_path)
     return ScenarioFile.from_parent(parent, path=file_path)
+
+
+class OrphanRecording(pytest.File):
+    """A recording without its scenario.json: a collection error, not a scenario skipped."""
+
+    def collect(self) -> Iterator[pytest.Item]:
+        from harness.fixture import LOG_FILE, SCENARIO_FILE
+
+        raise self.CollectError(
+            f"harness: {self.path.parent}: holds {LOG_FILE} but no {SCENARIO_FILE} (was it"
+            " renamed or deleted? restore it from git, or remove the folder)"
+        )
 
 
 class ScenarioFile(pytest.File):
@@ -236,7 +257,7 @@ class ScenarioFile(pytest.File):
         try:
             fixture = load_fixture(self.path.parent, scenario_only=settings.mode in WRITING_MODES)
         except FixtureError as error:
-            raise self.CollectError(f"harness: {error}") from None
+            raise self.CollectError(shown(f"harness: {error}")) from None
         yield ScenarioItem.from_parent(self, name=fixture.scenario.name)
 
 
@@ -367,7 +388,7 @@ def prove_stable(request: pytest.FixtureRequest, header_capture: Any) -> Callabl
             if isinstance(error, AssertionError):
                 raise
             notes = "".join(f"\n{note}" for note in getattr(error, "__notes__", ()))
-            pytest.fail(f"harness: {error}{notes}", pytrace=False)
+            fail(f"harness: {error}{notes}")
 
     return prove
 
@@ -381,37 +402,20 @@ def header_snapshot(request: pytest.FixtureRequest) -> Any:
         pytest.fail(
             f"harness: header_snapshot needs syrupy: {install_command('pytest')}", pytrace=False
         )
+    found = detect_ci()
+    if found is not None and request.config.getoption("update_snapshots", False):
+        pytest.fail(
+            f"harness: --snapshot-update writes and deletes header snapshots, and this is a CI"
+            f" run ({found.describe()}): CI never writes; update them locally and commit them",
+            pytrace=False,
+        )
     return request.getfixturevalue("snapshot").use_extension(HeaderSnapshotExtension)
 
 
 # -- the summary ---------------------------------------------------------------------------------
 
 
-def _full_run(session: pytest.Session, settings: Settings) -> bool:
-    options = session.config.option
-    if settings.deselected or options.keyword or options.markexpr:
-        return False
-    if (
-        getattr(options, "lf", False)
-        or getattr(options, "failedfirst", False)
-        or getattr(options, "stepwise", False)
-    ):
-        return False
-    return all(Path(arg).is_dir() for arg in session.config.args)
-
-
-def _unused(settings: Settings) -> list[Path]:
-    if not settings.fixtures.is_dir() or not settings.used:
-        return []
-    from harness.fixture import SCENARIO_FILE
-
-    return sorted(
-        folder
-        for folder in (p.parent for p in settings.fixtures.glob(f"*/{SCENARIO_FILE}"))
-        if str(folder.resolve()) not in settings.used
-    )
-
-
+@pytest.hookimpl(trylast=True)  # after syrupy's, which deletes unused snapshots
 def pytest_sessionfinish(session: pytest.Session) -> None:
     config = session.config
     if hasattr(config, "workerinput"):
@@ -419,78 +423,33 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     settings = config.stash[SETTINGS]
     if settings.unwritten and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a recording that was not saved
-    settings_unused = _unused(settings) if _full_run(session, settings) else []
-    config.stash[_UNUSED] = settings_unused
-    if (
-        settings_unused
-        and settings.mode == "update"
-        and writes_allowed()
-        and not session.testsfailed
-    ):
-        for folder in settings_unused:
-            shutil.rmtree(folder)
+    if _refused_deletions() and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED  # syrupy was asked to delete under CI
+    config.stash[_UNUSED] = after_run(
+        session, config.stash[RUN], settings.fixtures, writing=settings.mode in WRITING_MODES
+    )
 
 
-_UNUSED = pytest.StashKey[list[Path]]()
+def _refused_deletions() -> list[tuple[str, str]]:
+    snapshot = sys.modules.get("harness.snapshot")  # imported only when header_snapshot is used
+    return list(getattr(snapshot, "refused_deletions", []))
+
+
+_UNUSED = pytest.StashKey[tuple[Verdict, list[str]]]()
+RUN = pytest.StashKey[RunRecord]()
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     if hasattr(config, "workerinput"):
         return
-    s = config.stash[SETTINGS]
-    unused = config.stash.get(_UNUSED, [])
-    write = terminalreporter.write_line
-    terminalreporter.section("header drift")
-    write(
-        f"harness: mode {s.mode}, seed {s.seed} (from {s.seed_source}), "
-        f"{s.shuffle} orders per scenario"
+    from harness.summary import write_summary  # the secret scan loads at the end, not at start
+
+    verdict, done = config.stash.get(_UNUSED, (Verdict([], False, False, []), []))
+    write_summary(
+        terminalreporter,
+        config.stash[SETTINGS],
+        verdict,
+        done,
+        asked=bool(config.getoption("harness_delete_unused")),
+        refused=_refused_deletions(),
     )
-    if s.drifts:
-        write(f"{len(s.drifts)} test(s) found header drift:")
-        for drift in s.drifts:
-            write(f"  {drift['nodeid']}: {drift['message']}")
-    else:
-        write("no header drift")
-    if s.moves:
-        write(f"{len(s.moves)} test(s) marked moves_header:")
-        for nodeid, reason in s.moves:
-            write(f"  {moves_line(nodeid, reason, s)}")
-    for line in summary_lines(s):
-        write(line)
-    for path in s.written:
-        write(f"wrote {path}")
-    for problem in s.unwritten:
-        write(f"could not write {problem}", red=True)
-    if unused:
-        deleted = s.mode == "update" and writes_allowed()
-        write(f"{len(unused)} unused recorded scenario(s){' deleted' if deleted else ''}:")
-        for folder in unused:
-            write(f"  {folder}")
-        if not deleted:
-            write("  (run with --harness-mode=update to delete them)")
-    if on_github_actions():
-        _github(s, write)
-
-
-def _github(settings: Settings, write: Callable[[str], None]) -> None:
-    for drift in settings.drifts:
-        write(
-            annotation(
-                drift["message"], file=drift["file"], line=drift["line"], title="header drift"
-            )
-        )
-    lines = [
-        "## Header drift",
-        "",
-        f"Seed `{settings.seed}` ({settings.seed_source}), mode `{settings.mode}`.",
-        "",
-    ]
-    if not settings.drifts:
-        lines.append("No header drift.")
-    for drift in settings.drifts:
-        lines += [f"### `{drift['nodeid']}`", "", drift["markdown"], ""]
-    if settings.moves:
-        lines += ["", "Tests marked `moves_header`:", ""]
-        lines += [f"- {moves_line(nodeid, reason, settings)}" for nodeid, reason in settings.moves]
-    lines += ["", *summary_lines(settings)] if settings.chain_tests else []
-    write_step_summary("\n".join(lines))

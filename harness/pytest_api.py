@@ -22,11 +22,11 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeVar
 
 import pytest
 
-from harness.ci import MODES, WRITING_MODES, detect_ci
+from harness.ci import MODES, WRITING_MODES, actions_safe, detect_ci
 from harness.errors import HarnessError
 
 if TYPE_CHECKING:
@@ -151,6 +151,19 @@ def _resolve_seed(config: pytest.Config) -> tuple[int, str]:
     return random.Random().getrandbits(32), "random"
 
 
+def shown(message: str) -> str:
+    """A message as a test failure prints it: redacted, and safe on GitHub Actions."""
+    from harness.secrets import redact_text  # the scan loads with the first message shown
+
+    return actions_safe(redact_text(message))
+
+
+def fail(message: str) -> NoReturn:
+    """Fail the test with `message` (redacted, safe to print), without a traceback."""
+    __tracebackhide__ = True
+    pytest.fail(shown(message), pytrace=False)
+
+
 def moves_header_reason(item: pytest.Item) -> str | None:
     """The reason of the test's `moves_header` marker; a UsageError when it has none."""
     marker = item.get_closest_marker("moves_header")
@@ -173,7 +186,7 @@ def queue_write(item: pytest.Item, files: Sequence[FileContents]) -> None:
         try:
             refuse_case_twin(Path(path))  # the test fails here, before the controller is asked
         except HarnessError as error:
-            pytest.fail(str(error), pytrace=False)
+            fail(str(error))
     for path, data in files:
         item.user_properties.append(
             (PROP_WRITE, {"path": str(path), "data": base64.b64encode(data).decode("ascii")})
@@ -182,14 +195,16 @@ def queue_write(item: pytest.Item, files: Sequence[FileContents]) -> None:
 
 def queue_drift(item: pytest.Item, message: str, markdown: str, seed: int) -> None:
     """Tell the controller this test found drift (for the summary and CI annotations)."""
+    from harness.secrets import redact_text
+
     path, line, _ = item.location
     item.user_properties.append(
         (
             PROP_DRIFT,
             {
                 "nodeid": item.nodeid,
-                "message": message,
-                "markdown": markdown,
+                "message": redact_text(message),
+                "markdown": redact_text(markdown),
                 "seed": seed,
                 "file": path,
                 "line": (line or 0) + 1,
@@ -231,7 +246,7 @@ class AgentHarness:
                 moves_header=moves_header_reason(self.item),
             )
         except HarnessError as error:
-            pytest.fail(f"harness: {error}", pytrace=False)
+            fail(f"harness: {error}")
         queue_write(self.item, checked.files)
         if checked.findings:
             self._fail(checked)
@@ -262,7 +277,7 @@ class AgentHarness:
             f"reproduce: {self.settings.reproduce(self.item.nodeid)})"
         )
         queue_drift(self.item, failing[0].message, markdown, self.seed)
-        pytest.fail(f"{message}\n\n{text}", pytrace=False)
+        fail(f"{message}\n\n{text}")
 
 
 class RegistrationShuffle:

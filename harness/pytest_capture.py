@@ -31,9 +31,11 @@ from harness.pytest_api import (
     PROP_CHAIN,
     PROP_USED,
     Settings,
+    fail,
     moves_header_reason,
     queue_drift,
     queue_write,
+    shown,
 )
 
 if TYPE_CHECKING:  # the capture package is imported when a test first uses it, not at startup
@@ -81,7 +83,7 @@ def session_for(
             config=captured,
         )
     except (FixtureError, HarnessError) as error:
-        pytest.fail(f"harness: {error}", pytrace=False)
+        fail(f"harness: {error}")
     session.moves_header = moves_header_reason(item)
     item.user_properties.append((PROP_USED, str(session.cassette)))
     item.stash[SESSION] = session
@@ -100,7 +102,7 @@ def intercepting(session: CaptureSession) -> Iterator[None]:
         except HarnessError as error:
             problem = str(error)
         if problem is not None:
-            pytest.fail(f"harness: {problem}", pytrace=False)
+            fail(f"harness: {problem}")
         yield
 
 
@@ -124,7 +126,7 @@ def gate(item: pytest.Item, session: CaptureSession, settings: Settings) -> None
             lineno=(line or 0) + 1,
         )
     if session.errors:  # replay errors that the code under test may have swallowed
-        pytest.fail("\n\n".join(map(str, _distinct(session.errors))), pytrace=False)
+        fail("\n\n".join(map(str, _distinct(session.errors))))
     if not session.config.prefix_chain or session.moves_header is not None:
         return
     breaks = session.prefix_breaks()
@@ -136,12 +138,11 @@ def gate(item: pytest.Item, session: CaptureSession, settings: Settings) -> None
         f"**{b.to_text().splitlines()[0]}**\n\n{b.report.to_markdown()}" for b in breaks
     )
     queue_drift(item, first, markdown, settings.seed_for(item.nodeid))
-    pytest.fail(
+    fail(
         f"harness: the prefix-chain gate failed: {len(breaks)} request(s) do not extend the"
         " cached prefix of the request they continue (mark the test"
         ' @pytest.mark.moves_header(reason="...") if the move is deliberate; nothing is'
-        f" written)\n\n{text}",
-        pytrace=False,
+        f" written)\n\n{text}"
     )
 
 
@@ -222,7 +223,7 @@ def drift_first(excinfo: pytest.ExceptionInfo[BaseException]) -> ReprExceptionIn
             hidden += 1
             continue
         statement = str(entry.statement).strip().splitlines()
-        line = f"  {_shown(path)}:{entry.lineno + 1} in {entry.name}"
+        line = f"  {_relative(path)}:{entry.lineno + 1} in {entry.name}"
         kept.append(line + (f"\n      {statement[0]}" if statement else ""))
     name = type(error).__name__
     lines = [f"harness.{name}: {error}", "", "sent from (your code):", *kept]
@@ -233,11 +234,11 @@ def drift_first(excinfo: pytest.ExceptionInfo[BaseException]) -> ReprExceptionIn
         )
     last = excinfo.traceback[-1] if excinfo.traceback else None
     crash = ReprFileLocation(
-        path=_shown(str(last.path)) if last is not None else "",
+        path=_relative(str(last.path)) if last is not None else "",
         lineno=last.lineno + 1 if last is not None else 0,
-        message=f"harness.{name}: {str(error).splitlines()[0]}",
+        message=shown(f"harness.{name}: {str(error).splitlines()[0]}"),
     )
-    text = "\n".join(lines) + "\n"
+    text = shown("\n".join(lines)) + "\n"  # redacted, and safe to print on GitHub Actions
     return ReprExceptionInfo(reprtraceback=ReprTracebackNative([text]), reprcrash=crash)
 
 
@@ -256,7 +257,7 @@ def capture_error_in(error: BaseException | None, depth: int = 0) -> CaptureErro
     return capture_error_in(error.__cause__ or error.__context__, depth + 1)
 
 
-def _shown(path: str) -> str:
+def _relative(path: str) -> str:
     try:
         return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
     except ValueError:

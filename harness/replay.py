@@ -3,7 +3,8 @@
 A replay checks, in this order, and reports every finding rather than stopping at the first:
 1. the rebuild invariant from the harness's side: at every dispatch, assembling again from the same
    inputs gives the header the log holds (a listener with hidden state fails here);
-2. the re-derived session log equals the recorded one;
+2. the re-derived session log equals the recorded one, and so does the order the plugins
+   registered in (each recording file must also name this scenario: `harness.fixture`);
 3. the re-built frozen requests equal the recorded ones;
 4. every live header equals its class's pin, with the declared number of header changes;
 5. every recorded answer was asked for.
@@ -24,7 +25,7 @@ from harness.agent.llm import ScriptedAdapter
 from harness.drift import DriftReport, compare, compare_values
 from harness.errors import FixtureError
 from harness.fixture import SESSION_TOKEN, TIME_TOKEN, Fixture
-from harness.pins import Pin, check_against_pin, load_pin
+from harness.pins import Pin, check_against_pin, load_pin, pin_folder
 from harness.record import log_of, pins_root, recorded_bytes, requests_of
 from harness.scenario import Run, owners_of, run_sync
 from harness.views import view_of_header
@@ -106,12 +107,25 @@ def compare_recordings(fixture: Fixture, run: Run) -> list[Finding]:
     into the files' types and compared value by value, for the drift report.
     """
     assert fixture.log is not None and fixture.requests is not None
+    findings: list[Finding] = []
+    order = list(run.registration_order)
+    if order != list(fixture.log.registration_order):
+        report = compare_values(
+            list(fixture.log.registration_order), order, label_a="recorded", label_b="replayed"
+        )
+        findings.append(
+            Finding(
+                "log",
+                "the plugins registered in another order than the recording says"
+                f" (log.json `registration_order`, at {report.pointer})",
+                report,
+            )
+        )
     log_bytes, requests_bytes = recorded_bytes(run)
     same_log = log_bytes == msgspec.json.encode(fixture.log.events)
     same_requests = requests_bytes == msgspec.json.encode(fixture.requests.requests)
     if same_log and same_requests:
-        return []
-    findings: list[Finding] = []
+        return findings
     log, requests = log_of(run), requests_of(run)  # replay compares these two, not the answers
     if not same_log and msgspec.json.encode(log.events) != msgspec.json.encode(fixture.log.events):
         report = compare_values(
@@ -200,8 +214,15 @@ def pin_findings(
                 "pin", f'header class "{spec.name}" has no pin under {root}; run harness refresh'
             )
         ]
+    # The pin's files are named: a hand-edited or damaged system pin (plain text, no envelope:
+    # decision 0011) reads as this drift, and the reader must know which file to look at.
+    where = f" (pin {pin_folder(root, spec.name)}: edited or damaged? git diff it)"
     return [
-        Finding("pin", mismatch.message, mismatch.report)
+        Finding(
+            "pin",
+            mismatch.message + (where if mismatch.report is not None else ""),
+            mismatch.report,
+        )
         for mismatch in check_against_pin(
             run.headers, pin, fixture.scenario.expected_header_changes, owners_of(run.scenario)
         )

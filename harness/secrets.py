@@ -1,10 +1,13 @@
-"""Secrets never reach a file: a deny-list redaction, then a scan of the bytes about to be written.
+"""Secrets never reach a file or a printed line: a deny-list redaction, then a scan.
 
 Header and query values named in the deny-list (or whose names hold "auth", "key", "secret",
-"token", "password", "cookie" or "credential") become `[redacted]`. Then every byte to be written
-is scanned for key-shaped strings (sk-..., Bearer ..., AKIA..., ghp_..., JWTs, private keys) and
-for the values that were redacted; any hit raises `SecretLeak` and nothing is written. A finding
-says what kind of secret and where, never the secret itself.
+"token", "password", "cookie", "signature" or "credential") become `[redacted]`, and so does the
+password of a URL. Then every byte to be written is scanned for key-shaped strings
+(`harness.secret_shapes`: sk-..., Bearer ..., AKIA..., ghp_..., gsk_..., JWTs, private keys and
+thirty more shapes, in one pass) and for the values that were redacted; any hit raises
+`SecretLeak` and nothing is written. A finding says what kind of secret and where, never the
+secret itself. What is printed (reports, summaries, annotations, error messages) goes through
+`redact_text`, which replaces every key-shaped string by `[redacted]`.
 """
 
 from __future__ import annotations
@@ -12,10 +15,13 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final, NamedTuple
+from typing import Final
 from urllib.parse import urlsplit
 
 from harness.errors import SecretLeak as SecretLeak  # re-exported: it used to live here
+from harness.secret_shapes import SECRET_PATTERNS as SECRET_PATTERNS
+from harness.secret_shapes import SecretPattern as SecretPattern
+from harness.secret_shapes import find_secrets, may_hold_secrets
 
 REDACTED: Final = "[redacted]"
 
@@ -41,8 +47,20 @@ DEFAULT_SECRET_HEADERS: Final = frozenset(
         "x-session-token",
     }
 )
-# Any header whose name holds one of these words is redacted too (x-portkey-api-key, ...).
-_SECRET_HEADER_WORDS: Final = ("auth", "key", "secret", "token", "password", "cookie", "credential")
+# Any header or query parameter whose name holds one of these words is redacted too
+# (x-portkey-api-key, refresh_token, X-Amz-Signature, X-Goog-Credential, ...).
+_SECRET_NAME_WORDS: Final = (
+    "auth",
+    "key",
+    "secret",
+    "token",
+    "password",
+    "passwd",
+    "cookie",
+    "credential",
+    "signature",
+)
+_SECRET_HEADER_WORDS: Final = _SECRET_NAME_WORDS
 _SAFE_HEADER_PREFIXES: Final = ("anthropic-ratelimit-", "x-ratelimit-")
 DEFAULT_SECRET_QUERY: Final = frozenset(
     {
@@ -51,78 +69,25 @@ DEFAULT_SECRET_QUERY: Final = frozenset(
         "api-key",
         "apikey",
         "access_token",
+        "refresh_token",
+        "id_token",
         "token",
+        "auth",
         "secret",
         "client_secret",
         "password",
+        "pass",
+        "pwd",
         "sig",
         "signature",
+        "code",
+        "jwt",
+        "x-amz-signature",
+        "x-amz-credential",
+        "x-amz-security-token",
+        "x-goog-signature",
+        "x-goog-credential",
     }
-)
-
-
-class SecretPattern(NamedTuple):
-    """A kind of secret. `needles`: literals every match contains, one of which must be in the
-    text before the regex runs (a cheap prefilter, the scan is on every fixture load);
-    `folded`: the needles are matched case-insensitively."""
-
-    kind: str
-    regex: re.Pattern[str]
-    needles: tuple[str, ...] = ()
-    folded: bool = False
-
-    def may_match(self, text: str, lowered: str | None) -> bool:
-        if not self.needles:
-            return True
-        if not self.folded:
-            return any(needle in text for needle in self.needles)
-        if lowered is None:  # non-ASCII text: Unicode case folding ("ſ" is "s"), run the regex
-            return True
-        return any(needle in lowered for needle in self.needles)
-
-
-SECRET_PATTERNS: Final = (
-    SecretPattern(
-        "an Anthropic API key (sk-ant-...)", re.compile(r"sk-ant-[A-Za-z0-9_\-]{16,}"), ("sk-ant-",)
-    ),
-    SecretPattern("a secret key (sk-...)", re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}"), ("sk-",)),
-    SecretPattern(
-        "a bearer token (Bearer ...)",
-        re.compile(r"\bBearer\s+[A-Za-z0-9\-._~+/]{16,}=*"),
-        ("Bearer",),
-    ),
-    SecretPattern(
-        "an AWS access key id (AKIA...)",
-        re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
-        ("AKIA", "ASIA"),
-    ),
-    SecretPattern(
-        "a GitHub token (ghp_...)",
-        re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}|\bgithub_pat_[A-Za-z0-9_]{22,}"),
-        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
-    ),
-    SecretPattern("a Google API key (AIza...)", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}"), ("AIza",)),
-    SecretPattern(
-        "a Slack token (xox...)", re.compile(r"\bxox[abprs]-[A-Za-z0-9\-]{10,}"), ("xox",)
-    ),
-    SecretPattern(
-        "a private key", re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----"), ("-----BEGIN ",)
-    ),
-    SecretPattern(
-        "a JSON web token",
-        re.compile(r"\beyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}"),
-        ("eyJ",),
-    ),
-    SecretPattern(
-        "a long credential after a key-like name (api_key, secret, token, password)",
-        re.compile(
-            r"(?i)(?:api[_-]?key|secret[_-]?key|client[_-]?secret|access[_-]?token"
-            r"|auth[_-]?token|refresh[_-]?token|password|passwd)[\"'\\]*\s*[:=]\s*[\"'\\]*"
-            r"[A-Za-z0-9+/_\-]{32,}"
-        ),
-        ("api", "secret", "access", "auth", "refresh", "passw"),
-        True,
-    ),
 )
 
 
@@ -133,9 +98,11 @@ class SecretFinding:
     kind: str
     line: int
     column: int
+    where: str = ""  # when not the file's own bytes: "the gzip-decoded body of request 1"
 
     def describe(self) -> str:
-        return f"{self.kind} at line {self.line}, column {self.column}"
+        where = f" of {self.where}" if self.where else ""
+        return f"{self.kind} at line {self.line}, column {self.column}{where}"
 
 
 def _header_is_secret(name: str, deny: frozenset[str]) -> bool:
@@ -169,16 +136,25 @@ class Redaction:
         )
 
     def url(self, url: str) -> str:
+        """`url` with the values of secret query parameters, and its password, redacted."""
         parts = urlsplit(url)
+        if parts.password:
+            user = parts.username or ""
+            host = parts.netloc.rpartition("@")[2]
+            parts = parts._replace(netloc=f"{user}:{REDACTED}@{host}")
         if not parts.query:
-            return url
+            return parts.geturl()
         params = []
         for item in parts.query.split("&"):
             name, sep, value = item.partition("=")
-            if sep and name.lower() in self.query and value:
+            if sep and value and self.query_is_secret(name):
                 value = REDACTED
             params.append(f"{name}{sep}{value}")
         return parts._replace(query="&".join(params)).geturl()
+
+    def query_is_secret(self, name: str) -> bool:
+        lower = _unquote_name(name).lower()
+        return lower in self.query or any(word in lower for word in _SECRET_NAME_WORDS)
 
     def secret_values(self, pairs: Sequence[tuple[str, str]]) -> list[str]:
         """The values of redacted headers (without a `Bearer ` prefix), to look for elsewhere."""
@@ -200,31 +176,63 @@ def scan_secrets(
     *,
     allow: frozenset[str] = frozenset(),
     secrets: Sequence[str] = (),
+    where: str = "",
 ) -> list[SecretFinding]:
     """Key-shaped strings in `data`, and exact occurrences of `secrets`, by line and column."""
+    if not may_hold_secrets(data, patterns, secrets):
+        return []  # clean bytes, the usual case: never decoded
     text = data.decode("utf-8", "replace")
-    lowered = text.lower() if text.isascii() else None
-    spans: list[tuple[int, int, str]] = []
-    for pattern in patterns:
-        if not pattern.may_match(text, lowered):
-            continue
-        for match in pattern.regex.finditer(text):
-            if match.group() in allow:
-                continue
-            if any(start < match.end() and match.start() < end for start, end, _ in spans):
-                continue
-            spans.append((match.start(), match.end(), pattern.kind))
-    for secret in secrets:
-        if secret in allow:
-            continue
-        for match in re.finditer(re.escape(secret), text):
-            spans.append((match.start(), match.end(), "the value of a redacted header"))
+    raw = data if len(data) == len(text) else None  # ASCII: the bytes index like the text
+    return findings_in(text, patterns, allow=allow, secrets=secrets, where=where, raw=raw)
+
+
+def findings_in(
+    text: str,
+    patterns: Sequence[SecretPattern] = SECRET_PATTERNS,
+    *,
+    allow: frozenset[str] = frozenset(),
+    secrets: Sequence[str] = (),
+    where: str = "",
+    raw: bytes | None = None,
+) -> list[SecretFinding]:
+    """`scan_secrets` for a text already decoded."""
     findings = []
-    for start, _, kind in sorted(spans):
-        line = text.count("\n", 0, start) + 1
-        column = start - (text.rfind("\n", 0, start) + 1) + 1
-        findings.append(SecretFinding(kind, line, column))
+    for hit in find_secrets(text, patterns, allow=allow, secrets=secrets, ascii_bytes=raw):
+        line = text.count("\n", 0, hit.start) + 1
+        column = hit.start - (text.rfind("\n", 0, hit.start) + 1) + 1
+        findings.append(SecretFinding(hit.kind, line, column, where))
     return findings
+
+
+def redact_text(
+    text: str,
+    patterns: Sequence[SecretPattern] = SECRET_PATTERNS,
+    *,
+    allow: frozenset[str] = frozenset(),
+    secrets: Sequence[str] = (),
+) -> str:
+    """`text` with every key-shaped string (and each of `secrets`) replaced by `[redacted]`.
+
+    For a credential after a name (`password: ...`) only the value is replaced. Redact a text
+    before cutting it: a cut key may no longer look like one.
+    """
+    if not text:
+        return text
+    hits = find_secrets(text, patterns, allow=allow, secrets=secrets)
+    if not hits:
+        return text
+    pieces = []
+    position = 0
+    for hit in hits:
+        start, end = hit.cut
+        if start < position:  # inside a span already replaced
+            start = position
+        if end <= start:
+            continue
+        pieces += [text[position:start], REDACTED]
+        position = end
+    pieces.append(text[position:])
+    return "".join(pieces)
 
 
 def refuse_secrets(files: Sequence[tuple[object, bytes]]) -> None:
@@ -233,3 +241,10 @@ def refuse_secrets(files: Sequence[tuple[object, bytes]]) -> None:
         findings = scan_secrets(data)
         if findings:
             raise SecretLeak(str(path), findings)
+
+
+_PERCENT = re.compile(r"%([0-9A-Fa-f]{2})")
+
+
+def _unquote_name(name: str) -> str:
+    return _PERCENT.sub(lambda m: chr(int(m.group(1), 16)), name.replace("+", " "))

@@ -3,7 +3,10 @@
 One binary file per snapshot, holding exactly the bytes the header encodes to (no key sorting,
 no pretty-printing: key order and whitespace are part of what a provider caches). Because it is a
 syrupy extension, `--snapshot-update` and syrupy's unused-snapshot report apply as usual. Where
-syrupy would show a line diff, it shows the drift report instead, and under CI it refuses to write.
+syrupy would show a line diff, it shows the drift report instead. Under CI it neither writes nor
+deletes: `--snapshot-update` would otherwise let syrupy remove `.header.json` files it finds
+unused, so a deletion under CI is refused and listed (`refused_deletions`); the plugin reports
+it and fails the run.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 from harness.agent.llm import Request
 from harness.agent.session import Header
 from harness.builds import view_of_value
-from harness.ci import writes_allowed
+from harness.ci import detect_ci, refuse_writes_under_ci
 from harness.drift import compare, compare_values
 from harness.views import CacheView, canonical_bytes
 
@@ -67,11 +70,22 @@ class HeaderSnapshotExtension(SingleFileSnapshotExtension):
     def write_snapshot_collection(
         cls, *, snapshot_collection: SnapshotCollection, name_order: dict[str, int] | None = None
     ) -> None:
-        if not writes_allowed():
-            raise RuntimeError(
-                f"refusing to write header snapshot {snapshot_collection.location} under CI; "
-                "run pytest --snapshot-update locally and commit the file"
-            )
+        refuse_writes_under_ci(
+            f"write header snapshot {snapshot_collection.location}",
+            "run pytest --snapshot-update locally and commit the file",
+        )
         super().write_snapshot_collection(
             snapshot_collection=snapshot_collection, name_order=name_order
         )
+
+    def delete_snapshots(self, *, snapshot_location: str, snapshot_names: set[str]) -> None:
+        found = detect_ci()
+        if found is not None:  # syrupy would delete it: CI never deletes either
+            refused_deletions.append((snapshot_location, found.describe()))
+            return
+        super().delete_snapshots(snapshot_location=snapshot_location, snapshot_names=snapshot_names)
+
+
+# Header snapshots syrupy asked to delete under CI, and the CI variable found; the plugin reports
+# them at the end of the run and fails it.
+refused_deletions: list[tuple[str, str]] = []

@@ -108,6 +108,10 @@ def find_cassettes(paths: Iterable[Path]) -> list[Path]:
 
 
 def _is_cassette(path: Path) -> bool:
+    """Whether `path` opens as a cassette; only regular files are opened (a FIFO would block,
+    a link to a device never ends)."""
+    if not path.is_file():
+        return False
     try:
         with path.open("rb") as handle:
             return _KIND in handle.read(512)

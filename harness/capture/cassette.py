@@ -21,7 +21,7 @@ import msgspec
 from harness.errors import UnsafeName
 from harness.files import Versioned, read
 from harness.paths import file_name_for, safe_component
-from harness.secrets import Redaction
+from harness.secrets import Redaction, redact_text
 
 __all__ = [
     "FRAMING",
@@ -198,8 +198,9 @@ _HASHED = re.compile(r".+-[0-9a-f]{10}")
 
 def _safe(name: str) -> str:
     # A safe name that looks like a hashed one goes through the hash too, so a folder literally
-    # named like another's hashed name cannot share its cassettes.
-    if _HASHED.fullmatch(name):
+    # named like another's hashed name cannot share its cassettes. A name holding a secret (a
+    # parametrize id) does too: `file_name_for` keeps only a redacted slug and a short hash.
+    if _HASHED.fullmatch(name) or redact_text(name) != name:
         return file_name_for(name)
     try:
         return safe_component(name)

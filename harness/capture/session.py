@@ -7,7 +7,9 @@ decides, `complete` records what the upstream answered, so sync and async client
 
 Nothing reaches a file without redaction: secret headers and query parameters are replaced by
 `[redacted]`, then the bytes about to be written are scanned for key-shaped strings (and for the
-values of the redacted headers), and a hit raises `SecretLeak` so nothing is written at all. The
+values of the redacted headers), and so is what each body says once decoded
+(`harness.body_text`: decompressed, base64 and JSON escapes undone, streamed deltas joined); a
+hit raises `SecretLeak` so nothing is written at all. The
 session never writes a file itself: `finish()` returns the files for the caller (the pytest
 plugin, on the controller process) to write.
 """
@@ -23,6 +25,7 @@ from typing import Any, NamedTuple
 
 import msgspec
 
+from harness.body_text import scan_exchanges
 from harness.capture.captured import Captured, split_exchange
 from harness.capture.cassette import (
     CaptureFile,
@@ -30,6 +33,7 @@ from harness.capture.cassette import (
     HttpRequest,
     HttpResponse,
     Proof,
+    all_exchanges,
     redacted,
     request_record,
     response_record,
@@ -302,8 +306,11 @@ class CaptureSession:
         with self.lock:
             for captured in self._requests:
                 secrets += self.redaction.secret_values(captured.headers)
-        data = encode(redacted(capture, self.redaction))
+        clean = redacted(capture, self.redaction)
+        data = encode(clean)
         findings = self.redaction.scan(data, sorted(set(secrets)))
+        if not findings:  # what the bodies say once decompressed, unescaped, joined
+            findings = scan_exchanges(all_exchanges(clean), self.redaction, sorted(set(secrets)))
         if findings:
             raise CassetteSecretLeak(self.shown(), findings)
         return data

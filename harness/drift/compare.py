@@ -5,35 +5,47 @@
 a byte offset into `canonical_bytes` that agree with each other), which tool is there and which
 plugin registered it, how much cached prefix is lost, and a structured diff. `compare_values` does
 the same for any two JSON-able values (session logs, pins), without a cache verdict.
+
+A report never holds a secret: every string in it is redacted (excerpts and clipped values before
+they are cut), so its text, Markdown and JSON forms are safe to print. It is bounded whatever the
+input: names are cut (saying how much), hints look near the first difference only, and the
+structured diff (deepdiff) runs on the smallest part around the first difference that fits
+`DEEPDIFF_INPUT` bytes a side; past that it shows the region around the difference instead.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 
+from harness.drift.far import FAR, encoded_length, far_difference
 from harness.drift.hints import hints_between
 from harness.drift.locate import (
+    around,
+    common_prefix,
     excerpt,
     first_byte_difference,
     pointer_of,
     resolve,
+    same_encoding,
     walk,
 )
 from harness.drift.report import DriftReport, Reproduce
+from harness.drift.settings import names_ttl, setting_level, setting_reason, start_of
+from harness.drift.structured import structured_diff
 from harness.drift.tools import (
     ToolDiff,
     diff_tools,
     provenance_of,
     tool_at,
     tool_changes,
-    tools_by_name,
     tools_sentence,
 )
 from harness.drift.wording import (
     ABSENT,
+    bounded,
     short_encoded,
     short_member,
     show_pointer,
@@ -44,9 +56,9 @@ from harness.reasons import (
     MODEL_CHANGED,
     TTL_SETTING,
     Reason,
-    Vocabulary,
     vocabulary_for,
 )
+from harness.secrets import redact_text
 from harness.views import (
     SETTINGS,
     UNRECOGNISED,
@@ -57,6 +69,9 @@ from harness.views import (
     plain,
     prompt_bytes,
 )
+
+HINT_REACH: Final = 32 * 1024  # characters each side of the first difference hints look at
+POINTER_LIMIT: Final = 2000  # characters of a pointer (a 1 MiB key) a report keeps
 
 
 def compare(
@@ -103,15 +118,15 @@ def compare(
 
     vocabulary = vocabulary_for(b.provider if b.provider == a.provider else a.provider)
     changed = [key for key in order if _enc_member(doc_a, key) != _enc_member(doc_b, key)]
-    setting = _setting_reason(vocabulary, settings_changed, order)
+    setting = setting_reason(vocabulary, settings_changed, order)
     if encode_json(settings_a) != encode_json(settings_b) and setting is None:
         setting = Reason(MODEL_CHANGED)  # same settings in another key order
-    level = _setting_level(setting, order)
+    level = setting_level(setting, order)
     block: str
     if setting is not None and (not changed or order.index(changed[0]) >= level):
         block, kind, verdict = SETTINGS, "settings", setting.word
         invalidated = tuple(order[level:])
-        kept = min(_start_of(doc_a, order, level), first_byte_difference(prompt_a, prompt_b))
+        kept = min(start_of(doc_a, order, level), first_byte_difference(prompt_a, prompt_b))
     else:
         if changed:
             block = changed[0]
@@ -122,7 +137,7 @@ def compare(
             block = next(x for x, y in zip(keys_a, keys_b, strict=False) if x != y)
             kind = "block-order"
         verdict = vocabulary.block(block)
-        if _names_ttl(path):
+        if names_ttl(path):
             kind, verdict = "cache-ttl", vocabulary.setting(TTL_SETTING).word
         invalidated = tuple(order[order.index(block) :])
         kept = first_byte_difference(prompt_a, prompt_b)
@@ -143,9 +158,11 @@ def compare(
         if kind == "reorder":
             tool = focus
     provenance = provenance_of(owners, focus)
+    tool = bounded(tool) if tool is not None else None
+    focus = bounded(focus) if focus is not None else None
 
     hint_a, hint_b = _enc_member(doc_a, block), _enc_member(doc_b, block)
-    hints = hints_between(
+    hints = _hints(
         hint_a.decode("utf-8", "replace"),
         hint_b.decode("utf-8", "replace"),
         differential=bool(hint_a) and bool(hint_b),
@@ -169,75 +186,119 @@ def compare(
         invalidated=invalidated,
         kept_blocks=[key for key in order if key not in invalidated] if invalidated else [],
     )
-    return DriftReport(
-        identical=False,
-        verdict=verdict,
-        block=block,
-        invalidated=invalidated,
-        kind=kind,
-        summary=summary,
-        pointer=pointer,
-        offset=offset,
-        context_a=excerpt(bytes_a, offset),
-        context_b=excerpt(bytes_b, offset),
-        tool=tool,
-        settings_changed=settings_changed,
-        tools_added=tools.added if tools else (),
-        tools_removed=tools.removed if tools else (),
-        tools_a=tools.names_a if tools else (),
-        tools_b=tools.names_b if tools else (),
-        prefix_bytes_kept=kept,
-        prefix_bytes_lost=lost,
-        tokens_kept=tokens(kept),
-        tokens_lost=tokens(lost),
-        provenance=provenance,
-        reproduce=reproduce,
-        volatile_hints=hints,
-        deepdiff=_deepdiff(doc_a, doc_b),
-        notes=_notes(a, b),
-        label_a=label_a,
-        label_b=label_b,
+    return _safe(
+        DriftReport(
+            identical=False,
+            verdict=verdict,
+            block=block,
+            invalidated=invalidated,
+            kind=kind,
+            summary=summary,
+            pointer=pointer,
+            offset=offset,
+            context_a=excerpt(bytes_a, offset),
+            context_b=excerpt(bytes_b, offset),
+            tool=tool,
+            settings_changed=tuple(bounded(key) for key in settings_changed),
+            tools_added=tuple(bounded(n) for n in tools.added) if tools else (),
+            tools_removed=tuple(bounded(n) for n in tools.removed) if tools else (),
+            tools_a=tuple(bounded(n) for n in tools.names_a) if tools else (),
+            tools_b=tuple(bounded(n) for n in tools.names_b) if tools else (),
+            prefix_bytes_kept=kept,
+            prefix_bytes_lost=lost,
+            tokens_kept=tokens(kept),
+            tokens_lost=tokens(lost),
+            provenance=provenance,
+            reproduce=reproduce,
+            volatile_hints=hints,
+            deepdiff=structured_diff(doc_a, doc_b, path, max(len(bytes_a), len(bytes_b))),
+            notes=_notes(a, b),
+            label_a=label_a,
+            label_b=label_b,
+        )
     )
 
 
 def compare_values(
-    a: Any, b: Any, *, label_a: str = "expected", label_b: str = "actual"
+    a: Any,
+    b: Any,
+    *,
+    label_a: str = "expected",
+    label_b: str = "actual",
+    decoded: bool = False,
+    size: int = 0,
 ) -> DriftReport:
     """The first difference between two JSON-able values (session logs, pins), by encoding.
 
     There is no cache verdict; `block` is the first segment of the pointer (None at the root).
+    `decoded`: both values came from a JSON decoder already (no copy to plain values needed);
+    `size`: about how many bytes they encode to, when known: over `FAR`, the difference is found
+    member by member (`harness.drift.far`) instead of encoding both values whole.
     """
-    plain_a, plain_b = plain(a), plain(b)
-    bytes_a, bytes_b = encode_json(plain_a), encode_json(plain_b)
-    if bytes_a == bytes_b:
-        return DriftReport(
-            identical=True,
-            summary=f"identical: {label_a} and {label_b} encode to the same {len(bytes_a):,} bytes",
-            label_a=label_a,
-            label_b=label_b,
-        )
-    offset = first_byte_difference(bytes_a, bytes_b)
+    plain_a, plain_b = (a, b) if decoded else (plain(a), plain(b))
+    if size > FAR:
+        if same_encoding(plain_a, plain_b):
+            return _identical(label_a, label_b, encoded_length(plain_a))
+        offset, context_a, context_b = far_difference(plain_a, plain_b)
+    else:
+        bytes_a, bytes_b = encode_json(plain_a), encode_json(plain_b)
+        if bytes_a == bytes_b:
+            return _identical(label_a, label_b, len(bytes_a))
+        offset = first_byte_difference(bytes_a, bytes_b)
+        context_a, context_b = excerpt(bytes_a, offset), excerpt(bytes_b, offset)
+        size = max(len(bytes_a), len(bytes_b))
+        del bytes_a, bytes_b
     path = walk(plain_a, plain_b) or []
     pointer = pointer_of(path)
     value_a, value_b = resolve(plain_a, path), resolve(plain_b, path)
-    text_a = "" if value_a is ABSENT else encode_json(value_a).decode("utf-8", "replace")
-    text_b = "" if value_b is ABSENT else encode_json(value_b).decode("utf-8", "replace")
+    text_a, text_b = _hint_texts(value_a, value_b)
+    if isinstance(value_a, str) and isinstance(value_b, str):  # show where they differ
+        shown_a, shown_b = (_quoted(x) for x in around(value_a, value_b, 50))
+    else:
+        shown_a, shown_b = short_encoded(value_a), short_encoded(value_b)
     summary = (
-        f"values differ at {show_pointer(pointer)}, byte {offset}: {label_a} has"
-        f" {short_encoded(value_a)}, {label_b} has {short_encoded(value_b)}"
+        f"values differ at {show_pointer(bounded(pointer, 300))}, byte {offset}: {label_a} has"
+        f" {shown_a}, {label_b} has {shown_b}"
     )
+    return _safe(
+        DriftReport(
+            identical=False,
+            block=path[0] if path else None,
+            summary=summary,
+            pointer=pointer,
+            offset=offset,
+            context_a=context_a,
+            context_b=context_b,
+            volatile_hints=_hints(text_a, text_b, differential=bool(text_a) and bool(text_b)),
+            deepdiff=structured_diff(plain_a, plain_b, path, size),
+            label_a=label_a,
+            label_b=label_b,
+        )
+    )
+
+
+def _identical(label_a: str, label_b: str, size: int) -> DriftReport:
     return DriftReport(
-        identical=False,
-        block=path[0] if path else None,
-        summary=summary,
-        pointer=pointer,
-        offset=offset,
-        context_a=excerpt(bytes_a, offset),
-        context_b=excerpt(bytes_b, offset),
-        volatile_hints=hints_between(text_a, text_b, differential=bool(text_a) and bool(text_b)),
-        deepdiff=_deepdiff(plain_a, plain_b),
+        identical=True,
+        summary=f"identical: {label_a} and {label_b} encode to the same {size:,} bytes",
         label_a=label_a,
         label_b=label_b,
+    )
+
+
+def _quoted(text: str) -> str:
+    return encode_json(text).decode("utf-8", "replace")
+
+
+def _hint_texts(a: Any, b: Any) -> tuple[str, str]:
+    """What hints read of two values: their JSON; of two long strings, only near where they
+    first differ (encoding 50 MB to look at 64 KiB of it would be the slow part)."""
+    if isinstance(a, str) and isinstance(b, str) and len(a) + len(b) > 2 * HINT_REACH:
+        at = common_prefix(a, b)
+        start = max(at - HINT_REACH, 0)
+        a, b = a[start : at + HINT_REACH], b[start : at + HINT_REACH]
+    return tuple(  # type: ignore[return-value]
+        "" if v is ABSENT else encode_json(v).decode("utf-8", "replace") for v in (a, b)
     )
 
 
@@ -270,51 +331,37 @@ def _block_kind(block: str) -> str:
     return "content"
 
 
-def _setting_reason(
-    vocabulary: Vocabulary, keys: Sequence[str], order: Sequence[str]
-) -> Reason | None:
-    """The reason for a settings change: of the changed settings, the one that invalidates the
-    most (a whole-key change first); at the same level one the vocabulary names, the model
-    first, then in key order."""
-    ranked = sorted(
-        range(len(keys)),
-        key=lambda i: (
-            _setting_level(vocabulary.setting(keys[i]), order),
-            not vocabulary.named(keys[i]),
-            vocabulary.setting(keys[i]).word != MODEL_CHANGED,
-            i,
-        ),
+def _hints(a_text: str, b_text: str, *, differential: bool) -> tuple[str, ...]:
+    """Volatile-content hints near the first difference (bounded), on redacted text."""
+    if len(a_text) + len(b_text) > 2 * HINT_REACH:
+        at = common_prefix(a_text, b_text)
+        start = max(at - HINT_REACH, 0)
+        a_text, b_text = a_text[start : at + HINT_REACH], b_text[start : at + HINT_REACH]
+    return hints_between(redact_text(a_text), redact_text(b_text), differential=differential)
+
+
+def _safe(report: DriftReport) -> DriftReport:
+    """The report with every string that came from the compared content redacted."""
+    reproduce = report.reproduce
+    if reproduce is not None:
+        reproduce = msgspec.structs.replace(
+            reproduce,
+            order_a=tuple(map(redact_text, reproduce.order_a)),
+            order_b=tuple(map(redact_text, reproduce.order_b)),
+            command=redact_text(reproduce.command) if reproduce.command else reproduce.command,
+        )
+    return msgspec.structs.replace(
+        report,
+        summary=redact_text(report.summary),
+        pointer=bounded(report.pointer, POINTER_LIMIT),
+        block=bounded(report.block, POINTER_LIMIT) if report.block else report.block,
+        context_a=redact_text(report.context_a),
+        context_b=redact_text(report.context_b),
+        provenance=redact_text(report.provenance) if report.provenance else report.provenance,
+        reproduce=reproduce,
+        label_a=redact_text(report.label_a),
+        label_b=redact_text(report.label_b),
     )
-    return vocabulary.setting(keys[ranked[0]]) if ranked else None
-
-
-def _setting_level(reason: Reason | None, order: Sequence[str]) -> int:
-    """The index in `order` of the first block a setting change invalidates (0: all of them)."""
-    if reason is None or reason.level is None or reason.level not in order:
-        return 0
-    return order.index(reason.level)
-
-
-def _start_of(doc: Mapping[str, Any], order: Sequence[str], level: int) -> int:
-    """Where block `order[level]` starts in the document's prompt bytes (what a report keeps)."""
-    before = {key: doc[key] for key in order[:level] if key in doc}
-    return len(prompt_bytes(before)) + (1 if before else 0)
-
-
-def _names_ttl(path: Sequence[str]) -> bool:
-    """Whether a difference lies in a cache breakpoint's time to live (`.../cache_control/ttl`)."""
-    return len(path) >= 2 and path[-1] == "ttl" and path[-2] in ("cache_control", "cachePoint")
-
-
-def _deepdiff(a: Any, b: Any) -> dict[str, Any]:
-    from deepdiff import DeepDiff  # imported on first drift: it is slow to import
-
-    try:
-        diff = DeepDiff(tools_by_name(a), tools_by_name(b), verbose_level=2)
-        decoded = msgspec.json.decode(diff.to_json())
-    except Exception as error:  # a diff that cannot be made must not hide the report
-        return {"error": f"deepdiff failed: {error!r}"}
-    return decoded if isinstance(decoded, dict) else {"result": decoded}
 
 
 def _summary(
@@ -387,9 +434,7 @@ def _summary(
 def _text_position(a: Any, b: Any) -> str:
     if not (isinstance(a, str) and isinstance(b, str)):
         return ""
-    index = next(
-        (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
-    )
+    index = common_prefix(a, b)
     line = a.count("\n", 0, index) + 1
     column = index - (a.rfind("\n", 0, index) + 1) + 1
     return f" from line {line}, column {column}"

@@ -4,6 +4,12 @@ JSON is the report struct itself (`DriftReport.to_json`). Text is a summary line
 labelled line per fact, the tool order side by side, hints and a trimmed structured diff.
 Markdown is the same facts as a table, with code spans and fences sized so that no value can
 close them early.
+
+Whatever the report holds, what it renders is safe to print: redacted (a report built elsewhere
+is redacted here too), one line per fact (a newline or any control character from the content
+is escaped, so it can neither split a line nor start a GitHub workflow command), and bounded
+(every line at most `LINE_LIMIT` characters, saying how many more there were). A changed string
+in the structured diff is shown around its first difference.
 """
 
 from __future__ import annotations
@@ -14,11 +20,12 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
-from harness.drift.locate import MARKER
+from harness.drift.locate import MARKER, around
 from harness.drift.wording import (
     ABSENT,
     BYTES_PER_TOKEN,
     KIND_TEXT,
+    bounded,
     clip,
     names,
     short,
@@ -26,6 +33,8 @@ from harness.drift.wording import (
     show_pointer,
     words,
 )
+from harness.errors import one_line
+from harness.secrets import redact_text
 from harness.views import SETTINGS, encode_json
 
 if TYPE_CHECKING:
@@ -33,6 +42,8 @@ if TYPE_CHECKING:
 
 _MAX_DEEPDIFF_LINES: Final = 20
 _MAX_TOOL_ROWS: Final = 60
+LINE_LIMIT: Final = 2000
+_POINTER_LIMIT: Final = 300
 
 
 def _cost_phrase(report: DriftReport) -> str:
@@ -79,11 +90,16 @@ def text_lines(report: DriftReport) -> list[str]:
     if report.deepdiff:
         lines.append("deepdiff:")
         lines.extend(f"  {line}" for line in _deepdiff_lines(report.deepdiff))
-    return lines
+    return [_line(line) for line in lines]
+
+
+def _line(text: str) -> str:
+    """One printable line: redacted, control characters escaped, at most LINE_LIMIT long."""
+    return bounded(one_line(text), LINE_LIMIT)
 
 
 def _place(report: DriftReport) -> str:
-    place = f"{show_pointer(report.pointer)}, byte {report.offset}"
+    place = f"{show_pointer(bounded(report.pointer, _POINTER_LIMIT))}, byte {report.offset}"
     return place + (f', tool "{report.tool}"' if report.tool else "")
 
 
@@ -103,9 +119,9 @@ def _reproduce_rows(report: DriftReport) -> list[tuple[str, str]]:
     if reproduce.seed is not None:
         rows.append(("seed", str(reproduce.seed)))
     if reproduce.order_a:
-        rows.append((f"order ({report.label_a})", ", ".join(reproduce.order_a)))
+        rows.append((f"order ({report.label_a})", ", ".join(map(bounded, reproduce.order_a))))
     if reproduce.order_b:
-        rows.append((f"order ({report.label_b})", ", ".join(reproduce.order_b)))
+        rows.append((f"order ({report.label_b})", ", ".join(map(bounded, reproduce.order_b))))
     if reproduce.command:
         rows.append(("reproduce", reproduce.command))
     return rows
@@ -153,6 +169,8 @@ def _deepdiff_lines(diff: Mapping[str, Any]) -> list[str]:
                 lines.append(f"{change} {path}: {_deepdiff_detail(detail)}")
         elif isinstance(entries, list):
             lines.extend(f"{change} {clip(str(path), 120)}" for path in entries)
+        elif change == "note":
+            lines.append(f"note: {bounded(str(entries), 300)}")
         else:
             lines.append(f"{change}: {short(entries)}")
     if len(lines) > _MAX_DEEPDIFF_LINES:
@@ -164,8 +182,15 @@ def _deepdiff_lines(diff: Mapping[str, Any]) -> list[str]:
 def _deepdiff_detail(detail: Any) -> str:
     if isinstance(detail, dict) and ("old_value" in detail or "new_value" in detail):
         old, new = detail.get("old_value", ABSENT), detail.get("new_value", ABSENT)
+        if isinstance(old, str) and isinstance(new, str):  # both sides around the difference
+            old, new = around(old, new)
+            return f"{_quoted(old)} -> {_quoted(new)}"
         return f"{short_encoded(old)} -> {short_encoded(new)}"
     return short_encoded(detail)
+
+
+def _quoted(text: str) -> str:
+    return encode_json(text).decode("utf-8", "replace")
 
 
 def markdown_lines(report: DriftReport) -> list[str]:
@@ -185,7 +210,8 @@ def markdown_lines(report: DriftReport) -> list[str]:
     if report.kind:
         kind_text = KIND_TEXT.get(report.kind, report.kind)
         lines.append(f"| kind | {_md_code(report.kind)}: {_md_escape(kind_text)} |")
-    pointer = _md_code(report.pointer) if report.pointer else '`""` (the whole value)'
+    shown_pointer = bounded(report.pointer, _POINTER_LIMIT)
+    pointer = _md_code(shown_pointer) if report.pointer else '`""` (the whole value)'
     place = f"{pointer}, byte {report.offset}"
     if report.tool:
         place += f", tool {_md_code(report.tool)}"
@@ -235,7 +261,7 @@ def markdown_lines(report: DriftReport) -> list[str]:
         lines += ["", "<details><summary>deepdiff</summary>", ""]
         lines += _md_block(msgspec.json.format(encode_json(report.deepdiff)).decode(), "json")
         lines += ["", "</details>"]
-    return lines
+    return [redact_text(line) for line in lines]
 
 
 def _markdown_reproduce(report: DriftReport) -> list[str]:
@@ -264,13 +290,15 @@ def _md_block(text: str, language: str) -> list[str]:
 
 
 def _md_code(text: str) -> str:
+    text = one_line(redact_text(text))
     ticks = "`" * (_longest_run(text, "`") + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
     return f"{ticks}{pad}{text.replace('|', '¦')}{pad}{ticks}"
 
 
 def _md_escape(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").replace("<", "&lt;")
+    text = one_line(redact_text(text.replace("\n", " ")))
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;")
 
 
 def _longest_run(text: str, char: str) -> int:

@@ -1,7 +1,10 @@
 """Small words every part of a drift report shares: clipped values, name lists, plurals, tokens.
 
-Token counts are an approximation: bytes // 4, the usual rule of thumb for English text and JSON
-(CJK text and long identifiers run denser); they size the loss, they do not bill it.
+Every value quoted from the compared content is redacted before it is cut (a cut key may no
+longer look like one) and bounded: a 1 MiB tool name is shown as its first characters and how
+many more there were. Token counts are an approximation: bytes // 4, the usual rule of thumb
+for English text and JSON (CJK text and long identifiers run denser); they size the loss, they
+do not bill it.
 """
 
 from __future__ import annotations
@@ -10,9 +13,11 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from harness.reasons import GENERIC
+from harness.secrets import redact_text
 from harness.views import encode_json
 
 BYTES_PER_TOKEN: Final = 4
+NAME_LIMIT: Final = 120  # characters of a tool name, key or label a report shows
 
 # Block keys -> the providers' cache-miss reason (the generic vocabulary of `harness.reasons`;
 # aliases cover the providers' own block names, OpenAI `instructions`/`input`, Gemini
@@ -48,8 +53,23 @@ def tokens(size: int) -> int:
     return size // BYTES_PER_TOKEN
 
 
+_REACH: Final = 16 * 1024  # how far past a cut a secret that crosses it is looked for
+
+
 def clip(text: str, limit: int) -> str:
+    """`text`, redacted, cut to `limit` characters (the last one an ellipsis)."""
+    text = redact_text(text[: limit + _REACH]) + text[limit + _REACH : limit + _REACH + 1]
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def bounded(text: str, limit: int = NAME_LIMIT) -> str:
+    """`text`, redacted, cut to `limit` characters and saying how many more there were."""
+    if len(text) <= limit:
+        return redact_text(text)
+    shown = redact_text(text[: limit + _REACH])
+    if len(shown) <= limit and len(text) <= limit + _REACH:
+        return shown
+    return f"{shown[:limit]}… (+{len(text) - limit:,} characters)"
 
 
 def short(value: Any) -> str:
@@ -59,6 +79,8 @@ def short(value: Any) -> str:
 def short_encoded(value: Any) -> str:
     if value is ABSENT:
         return "(absent)"
+    if isinstance(value, str) and len(value) > 60 + _REACH:
+        value = value[: 60 + _REACH]  # only its start is shown: encode no more than that
     return clip(encode_json(value).decode("utf-8", "replace"), 60)
 
 
@@ -69,7 +91,7 @@ def short_member(mapping: Any, key: str) -> str:
 
 
 def names(items: Sequence[str]) -> str:
-    shown = ", ".join(f'"{name}"' for name in items[:8])
+    shown = ", ".join(f'"{bounded(name)}"' for name in items[:8])
     return shown + (f" and {len(items) - 8} more" if len(items) > 8 else "")
 
 

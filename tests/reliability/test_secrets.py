@@ -328,3 +328,45 @@ def test_the_needle_prefilter_never_changes_what_the_scan_finds(
     unfiltered = tuple(SecretPattern(p.kind, p.regex) for p in SECRET_PATTERNS)
     data = "".join(a + b for a, b in parts).encode()
     assert scan_secrets(data) == scan_secrets(data, unfiltered)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from(_PIECES).map(str.encode),
+            st.text(
+                alphabet=string.ascii_letters + string.digits + "_-:=\"' \n/+.\u017f\u00e9\u4e2d",
+                max_size=40,
+            ).map(str.encode),
+            st.binary(max_size=6),  # invalid UTF-8 too: decoded with replacement characters
+        ),
+        min_size=1,
+        max_size=10,
+    )
+)
+def test_the_byte_clearance_never_changes_what_the_scan_finds(parts: list[bytes]) -> None:
+    """`scan_secrets` skips decoding bytes `may_hold_secrets` clears; the findings are those of
+    the decoded text, scanned whole."""
+    from harness.secrets import findings_in
+
+    data = b"".join(parts)
+    assert scan_secrets(data) == findings_in(data.decode("utf-8", "replace"))
+
+
+def test_the_byte_clearance_clears_clean_bytes_and_keeps_keys() -> None:
+    from harness.secret_shapes import SECRET_PATTERNS, may_hold_secrets
+
+    digest = b'"sha256": "' + b"9d189c90dbf8da4cae167d4beb0c5c1c" * 2 + b'"'
+    assert not may_hold_secrets(digest * 100 + "caf\u00e9 ".encode() * 10, SECRET_PATTERNS)
+    key = b"sk-ant-" + b"a1" * 20
+    folded = "pa\u017f\u017fword=".encode() + b"a" * 40  # (?i) reads "\u017f" as "s"
+    for wrapped in (
+        folded,
+        key,
+        b"x" * 300 + key,
+        "\u00e9\u00e9 ".encode() + key,
+        b"Bearer " + b"t" * 30,
+    ):
+        assert may_hold_secrets(wrapped, SECRET_PATTERNS), wrapped
+    assert may_hold_secrets(b"no key here", SECRET_PATTERNS, secrets=["key here"])
