@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import functools
 import sysconfig
 import warnings
 from collections import Counter
@@ -57,9 +58,6 @@ __all__ = [
 
 MARKER = "header_capture"
 SESSION = pytest.StashKey["CaptureSession"]()  # the test's session, for the call-phase gate
-_HIDDEN_ROOTS = tuple(
-    {sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")}
-)
 _HARNESS_ROOT = str(Path(__file__).resolve().parent)
 
 
@@ -209,6 +207,14 @@ def moves_line(nodeid: str, reason: str, settings: Settings) -> str:
     return f"{nodeid}: {reason}{stale}"
 
 
+@functools.cache
+def _hidden_roots() -> tuple[str, ...]:
+    """The installation's folders, whose frames a capture failure leaves out (asked on the first
+    failure: `sysconfig` costs milliseconds a pytest run that captures nothing should not pay)."""
+    paths = sysconfig.get_paths()
+    return tuple({paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")})
+
+
 def drift_first(excinfo: pytest.ExceptionInfo[BaseException]) -> ReprExceptionInfo | None:
     """A capture error's failure: the report, then the project's own frames only (a native-style
     traceback repr, so the short summary and pytest-xdist treat it as any other failure)."""
@@ -219,7 +225,7 @@ def drift_first(excinfo: pytest.ExceptionInfo[BaseException]) -> ReprExceptionIn
     hidden = 0
     for entry in excinfo.traceback:
         path = str(entry.path)
-        if path.startswith(_HIDDEN_ROOTS) or path.startswith(_HARNESS_ROOT):
+        if path.startswith(_hidden_roots()) or path.startswith(_HARNESS_ROOT):
             hidden += 1
             continue
         statement = str(entry.statement).strip().splitlines()

@@ -14,7 +14,6 @@ from harness.ci import actions_safe, annotation, on_github_actions, write_step_s
 from harness.errors import one_line
 from harness.pytest_api import Settings
 from harness.pytest_capture import moves_line, summary_lines
-from harness.secrets import redact_text
 from harness.unused import DELETE_FLAG, Verdict
 
 __all__ = ["write_summary"]
@@ -32,10 +31,12 @@ def write_summary(
     """The `header drift` section: drift, markers, writes, unused recordings; then GitHub's."""
 
     def write(line: str, **markup: bool) -> None:
-        terminalreporter.write_line(actions_safe(one_line(redact_text(line))), **markup)
+        terminalreporter.write_line(actions_safe(one_line(_redacted(line))), **markup)
 
     terminalreporter.section("header drift")
-    write(
+    # The harness's own words and numbers (a mode, a seed, a count) hold nothing to redact: a run
+    # that has nothing else to say never loads the secret scan.
+    terminalreporter.write_line(
         f"harness: mode {s.mode}, seed {s.seed} (from {s.seed_source}), "
         f"{s.shuffle} orders per scenario"
     )
@@ -44,7 +45,7 @@ def write_summary(
         for drift in s.drifts:
             write(f"  {drift['nodeid']}: {drift['message']}")
     else:
-        write("no header drift")
+        terminalreporter.write_line("no header drift")
     if s.moves:
         write(f"{len(s.moves)} test(s) marked moves_header:")
         for nodeid, reason in s.moves:
@@ -64,6 +65,12 @@ def write_summary(
     _unused(verdict, done, asked, write)
     if on_github_actions():
         _github(s)
+
+
+def _redacted(line: str) -> str:
+    from harness.secrets import redact_text  # loaded only when a line carries the run's content
+
+    return redact_text(line)
 
 
 def _unused(verdict: Verdict, done: list[str], asked: bool, write: Callable[..., None]) -> None:
@@ -93,7 +100,7 @@ def _github(settings: Settings) -> None:
     for drift in settings.drifts:
         print(
             annotation(
-                redact_text(drift["message"]),
+                _redacted(drift["message"]),
                 file=drift["file"],
                 line=drift["line"],
                 title="header drift",
@@ -113,4 +120,4 @@ def _github(settings: Settings) -> None:
         lines += ["", "Tests marked `moves_header`:", ""]
         lines += [f"- {one_line(moves_line(node, why, settings))}" for node, why in settings.moves]
     lines += ["", *summary_lines(settings)] if settings.chain_tests else []
-    write_step_summary(redact_text("\n".join(lines)))
+    write_step_summary(_redacted("\n".join(lines)))

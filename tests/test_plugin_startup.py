@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 HEAVY = ("msgspec", "asyncio", "deepdiff", "harness.agent", "harness.fixture", "harness.files")
 
@@ -42,3 +43,28 @@ def test_importing_the_plugin_loads_no_runtime_no_codec_and_no_asyncio() -> None
 
 def test_the_check_sees_a_heavy_import() -> None:
     assert heavy(imported_by("import harness.plugin, harness.fixture")) != []
+
+
+def test_a_run_that_touches_no_scenario_loads_no_codec_and_no_secret_scan(tmp_path: Path) -> None:
+    # The whole session, terminal summary included: the summary's own words ("no header drift")
+    # need no redaction, so the secret scan (regexes compiled at import) is not loaded for them.
+    (tmp_path / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+    script = (
+        "import contextlib, io, json, sys, pytest\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    code = pytest.main(['-q', '-p', 'harness.plugin', '-p', 'no:randomly'])\n"
+        "print(json.dumps([int(code), sorted(sys.modules)]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tmp_path,
+        env={**__import__("os").environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
+    )
+    code, modules = json.loads(done.stdout.strip().splitlines()[-1])
+    assert code == 5  # no tests collected
+    loaded = set(modules)
+    assert heavy(loaded) == []
+    assert not {"harness.secrets", "harness.secret_shapes"} & loaded
