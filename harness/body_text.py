@@ -221,18 +221,24 @@ def _strings(value: Any, depth: int) -> Iterator[str]:
             yield from _strings(inner, depth + 1)
 
 
+def sse_events(lines: Iterable[str]) -> Iterator[Any]:
+    """The JSON payloads of a server-sent event stream's `data:` lines, in order (lines that are
+    not JSON, such as `data: [DONE]`, are skipped)."""
+    for line in lines:
+        if not line.startswith("data:"):
+            continue
+        try:
+            yield msgspec.json.decode(line[5:].strip())
+        except (msgspec.DecodeError, RecursionError):
+            continue
+
+
 def _stream_text(text: str) -> str:
     """The delta strings of a server-sent event stream, joined in order ("" if not a stream)."""
     if "data:" not in text:
         return ""
     pieces: list[str] = []
-    for line in text.splitlines():
-        if not line.startswith("data:"):
-            continue
-        try:
-            event = msgspec.json.decode(line[5:].strip())
-        except (msgspec.DecodeError, RecursionError):
-            continue
+    for event in sse_events(text.splitlines()):
         _collect_deltas(event, pieces)
     return "".join(pieces)
 

@@ -20,6 +20,7 @@ from typing import Any, Final
 
 import msgspec
 
+from harness.body_text import sse_events
 from harness.capture.captured import Captured, split_exchange
 from harness.capture.cassette import CaptureFile, Exchange, HttpRequest, load_cassette
 from harness.drift.tools import diff_tools
@@ -239,12 +240,7 @@ def _response_values(exchange: Exchange) -> Iterator[Any]:
     if not isinstance(response.json, msgspec.UnsetType):
         yield response.json
     if isinstance(response.lines, tuple):
-        for line in response.lines:
-            if line.startswith("data:"):
-                try:
-                    yield msgspec.json.decode(line[5:].strip())
-                except msgspec.DecodeError:
-                    continue
+        yield from sse_events(response.lines)
 
 
 def _member(value: Any, key: str) -> Any:
