@@ -180,8 +180,11 @@ def _is_tool(item: Any) -> bool:
 
 
 def _clip(raw: bytes) -> str:
-    text = raw[:40].decode("utf-8", "replace")
-    return repr(text + ("…" if len(raw) > 40 else ""))
+    """The start of what a build returned, for an error message: redacted before it is cut, so a
+    key the build returned is not printed in part."""
+    from harness.drift.wording import clip  # the error path only
+
+    return repr(clip(raw.decode("utf-8", "replace"), 41))
 
 
 def observed_of(

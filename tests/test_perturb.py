@@ -522,6 +522,20 @@ def test_a_return_value_that_is_not_a_header_is_an_error(
     assert "msgspec" not in out
 
 
+def test_a_key_a_build_returns_is_not_printed_in_part() -> None:
+    # The error quotes the start of what the build returned: redacted before it is cut, so the
+    # key's prefix and first characters never reach the message (they once did, 40 characters).
+    from harness.errors import HarnessError
+    from harness.stability import prove_stable
+
+    key = "sk-ant-api03-" + "Q7" * 48
+    with pytest.raises(HarnessError) as caught:
+        prove_stable(lambda: key)
+    message = str(caught.value)
+    assert "not a JSON request body" in message
+    assert "sk-ant" not in message and "Q7Q7" not in message, message
+
+
 def test_a_set_ordered_header_fails_across_hash_seeds_without_units(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
