@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness.fixture import CI_VARIABLES
+from harness._ci import CI_VARIABLES
 
 pytest_plugins = ["pytester"]
 

@@ -34,9 +34,9 @@ from bench.figures import Figures, PeerFigure, Shape, SizeFigure, to_json
 from bench.floor import floor_check, verify
 from bench.machine import this_machine
 from bench.report import render, write_readme
-from harness.fixture import load_fixture
-from harness.pins import Pin, load_pin
-from harness.record import pins_root
+from harness.scenarios._formats import load_fixture
+from harness.scenarios._pins import Pin, load_pin
+from harness.scenarios._record import pins_root
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 

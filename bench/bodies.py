@@ -15,18 +15,12 @@ from typing import Any
 
 import msgspec
 
-from harness.agent.llm import Request, ScriptedAdapter, ScriptedReply
-from harness.agent.session import (
-    AssistantMessage,
-    Message,
-    TextBlock,
-    ToolResult,
-    ToolResultBlock,
-    UserMessage,
-)
-from harness.fixture import Fixture
-from harness.pins import Pin
-from harness.scenario import run_sync
+from harness.agent import Request, ScriptedAdapter, ScriptedReply
+from harness.agent._header import Message, TextBlock, ToolResultBlock
+from harness.agent._session import AssistantMessage, ToolResult, UserMessage
+from harness.scenarios._formats import Fixture
+from harness.scenarios._pins import Pin
+from harness.scenarios._run import run_sync
 
 URL = "https://api.anthropic.com/v1/messages"
 HEADERS = {"content-type": "application/json", "anthropic-version": "2023-06-01"}

@@ -25,27 +25,20 @@ from typing import Any
 
 import msgspec
 
-from harness.agent.apps import app_config, boot_app
-from harness.agent.llm import ScriptedAdapter
-from harness.agent.session import (
+from harness.agent import Header, ScriptedAdapter, boot_app, canonical_header, render_prompt
+from harness.agent._apps import app_config
+from harness.agent._header import Block, Message, TextBlock, ToolResultBlock, ToolUseBlock
+from harness.agent._session import (
     AssistantMessage,
-    Block,
-    Header,
-    Message,
     StepEnd,
     StepStart,
-    TextBlock,
     ToolCall,
     ToolResult,
-    ToolResultBlock,
-    ToolUseBlock,
     TurnEnd,
     TurnStart,
     UserMessage,
-    canonical_header,
 )
-from harness.agent.system_prompt import render_prompt
-from harness.fixture import (
+from harness.scenarios._formats import (
     SYSTEM_TOKEN,
     TIME_TOKEN,
     TOOLS_TOKEN,
@@ -54,8 +47,8 @@ from harness.fixture import (
     RecordedRequestHeader,
     ToolSpec,
 )
-from harness.pins import Pin
-from harness.scenario import ScenarioPlugin
+from harness.scenarios._pins import Pin
+from harness.scenarios._run import ScenarioPlugin
 
 _encode = msgspec.json.Encoder().encode
 

@@ -16,7 +16,9 @@ from vcr.persisters.filesystem import FilesystemPersister
 from vcr.serializers import yamlserializer
 
 from bench.timing import median_of
-from harness.fixture import (
+from harness._files import decode
+from harness._secrets import scan_secrets
+from harness.scenarios._formats import (
     ANSWERS_FILE,
     LOG_FILE,
     REQUESTS_FILE,
@@ -25,12 +27,10 @@ from harness.fixture import (
     LogFile,
     RequestsFile,
     Scenario,
-    decode,
     load_fixture,
 )
-from harness.pins import SYSTEM_PIN, TOOLS_PIN
-from harness.record import pins_root
-from harness.secrets import scan_secrets
+from harness.scenarios._pins import SYSTEM_PIN, TOOLS_PIN
+from harness.scenarios._record import pins_root
 
 KINDS = {
     SCENARIO_FILE: Scenario,

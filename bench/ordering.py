@@ -13,8 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
-from harness.agent.system_prompt import TOOL_ORDER_REST, order_tools
-from harness.agent.tools import ToolSchema
+from harness.agent import TOOL_ORDER_REST, ToolSchema, order_tools
 
 # Tool names as providers accept them ([a-zA-Z0-9_-]); names with astral characters take the
 # slower exact path (UTF-16 keys), tested in tests/test_performance_semantics.py.

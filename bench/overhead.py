@@ -19,7 +19,7 @@ from typing import Any
 
 import harness
 from bench.contest import Entrant, interleaved
-from harness.fixture import Scenario
+from harness.scenarios._formats import Scenario
 
 Body = dict[str, Any]
 

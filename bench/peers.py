@@ -39,9 +39,9 @@ from bench.bodies import (
     request_body,
     response_body,
 )
-from harness.agent.llm import Request
-from harness.fixture import Fixture
-from harness.pins import Pin
+from harness.agent import Request
+from harness.scenarios._formats import Fixture
+from harness.scenarios._pins import Pin
 
 
 @dataclass(frozen=True)

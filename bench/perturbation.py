@@ -19,7 +19,8 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
-from harness.perturb import Mode, RunPlan, perturbed
+from harness.prove.perturb._engine import perturbed
+from harness.prove.perturb._plan import Mode, RunPlan
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.agent.session import StepStart
-from harness.fixture import Fixture, load_fixture
-from harness.replay import replay_fixture
+from harness.agent._session import StepStart
+from harness.scenarios._formats import Fixture, load_fixture
+from harness.scenarios._replay import replay_fixture
 
 
 def replay_ok(fixture: Fixture) -> bool:

@@ -12,12 +12,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from bench.timing import timed
-from harness.agent.llm import ScriptedAdapter, ScriptedReply
-from harness.agent.session import Header
-from harness.fixture import PluginSpec, Scenario
-from harness.scenario import run_sync
-from harness.shuffle import shuffle_scenario
-from harness.stability import prove_stable
+from harness.agent import Header, ScriptedAdapter, ScriptedReply
+from harness.prove._stable import prove_stable
+from harness.scenarios._formats import PluginSpec, Scenario
+from harness.scenarios._run import run_sync
+from harness.scenarios._shuffle import shuffle_scenario
 
 
 @dataclass(frozen=True)

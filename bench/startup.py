@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PLUGIN = "harness.plugin"
+PLUGIN = "harness.pytest_plugin"
 EMPTY = "bench.empty_plugin"
 _RUN = """
 import contextlib, io, sys, time

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.agent.llm import ScriptedReply, ScriptedToolCall
-from harness.fixture import (
+from harness._files import write
+from harness.agent import ScriptedReply, ScriptedToolCall
+from harness.scenarios._formats import (
     SCENARIO_FILE,
     PinSpec,
     PluginSpec,
@@ -25,9 +26,8 @@ from harness.fixture import (
     SectionSpec,
     ToolSpec,
     load_fixture,
-    write,
 )
-from harness.record import record_fixture
+from harness.scenarios._record import record_fixture
 
 TOOLS = 200
 PLUGINS = 50

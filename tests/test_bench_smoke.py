@@ -23,10 +23,11 @@ from bench.bodies import dispatched_requests
 from bench.figures import goals, to_json
 from bench.floor import FloorUnsupported, floor_check, verify
 from bench.report import END, START, render, write_readme
-from harness.agent.tools import ToolSchema
-from harness.fixture import LOG_FILE, LogFile, load_fixture, read, write
-from harness.pins import load_pin
-from harness.record import pins_root
+from harness._files import read, write
+from harness.agent import ToolSchema
+from harness.scenarios._formats import LOG_FILE, LogFile, load_fixture
+from harness.scenarios._pins import load_pin
+from harness.scenarios._record import pins_root
 
 TOY = Plan(
     rounds={3: 2, 4: 1},

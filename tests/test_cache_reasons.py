@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from harness._views import CacheView
 from harness.drift import compare
 from harness.providers import split_request
-from harness.views import CacheView
 
 ANTHROPIC_URL = "https://api.anthropic.com/v1/messages"
 CHAT_URL = "https://api.openai.com/v1/chat/completions"

@@ -18,6 +18,8 @@ import openai
 import pytest
 from stand_ins import anthropic_message
 
+from harness._errors import FixtureError
+from harness._files import decode
 from harness.capture import (
     REDACTED,
     CaptureError,
@@ -37,7 +39,6 @@ from harness.capture import (
     view_of_body,
 )
 from harness.drift import CacheView
-from harness.fixture import FixtureError, decode
 
 ANTHROPIC_URL = "https://api.anthropic.com/v1/messages"
 CHAT_URL = "https://api.openai.com/v1/chat/completions"

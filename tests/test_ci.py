@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.ci import Mode, annotation, detect_ci, write_step_summary
-from harness.errors import UsageError
+from harness._ci import Mode, annotation, detect_ci, write_step_summary
+from harness._errors import UsageError
 
 
 def test_detection_names_the_variable_it_found() -> None:

@@ -25,7 +25,7 @@ import pytest
 import yaml
 from test_cli_cassettes import record
 
-from harness.distribution import DISTRIBUTION, install_command
+from harness._distribution import DISTRIBUTION, install_command
 
 ROOT = Path(__file__).resolve().parent.parent
 HOOKS = ROOT / ".pre-commit-hooks.yaml"

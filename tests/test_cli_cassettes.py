@@ -15,9 +15,9 @@ import httpx2
 import pytest
 from stand_ins import anthropic_message
 
+from harness._files import SecretWarning
 from harness.capture import CaptureSession
 from harness.cli import main
-from harness.files import SecretWarning
 
 TOOLS = ["get_weather", "get_forecast", "geocode"]
 CACHE = {"type": "ephemeral"}

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from harness._errors import FixtureError
 from harness.cli import main
-from harness.demo import demo_source
-from harness.errors import FixtureError
+from harness.scenarios._demo import demo_source
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = sorted(p.parent.name for p in (ROOT / "fixtures").glob("*/scenario.json"))

@@ -26,15 +26,15 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from harness.capture.transport import LIBRARIES
-from harness.distribution import DISTRIBUTION, EXTRAS
+from harness._distribution import DISTRIBUTION, EXTRAS
+from harness.capture._transport import LIBRARIES
 
 ROOT = Path(__file__).resolve().parent.parent
 FIRST_PARTY = {"harness", "bench", "__future__"}
 # The extras the code in each folder may use ("" is the bare install's `dependencies`).
 MAY_USE = {"harness": ("", "pytest", "capture"), "bench": ("", "bench")}
 START_UP = {"harness": ("",), "harness.cli": ("",), "harness.capture": ("",)}
-START_UP_WITH_PYTEST = {"harness.plugin": ("", "pytest")}
+START_UP_WITH_PYTEST = {"harness.pytest_plugin": ("", "pytest")}
 
 
 def declared() -> dict[str, set[str]]:
@@ -198,9 +198,9 @@ def test_the_test_extra_brings_every_extra() -> None:
 
 BUGGY = {
     "harness": ('"""."""\nfrom harness import cli\n', True),
-    "harness.cli": ('"""."""\nfrom harness.capture import transport\n', False),
+    "harness.cli": ('"""."""\nfrom harness.capture import _transport\n', False),
     "harness.capture": ('"""."""\n', True),
-    "harness.capture.transport": (
+    "harness.capture._transport": (
         '"""."""\n'
         "import httpx2  # at module level: the bare install cannot import the CLI\n"
         "from typing import TYPE_CHECKING\n"
@@ -214,11 +214,11 @@ BUGGY = {
 
 def test_the_scan_finds_an_undeclared_import_even_inside_a_function() -> None:
     found = undeclared_imports(BUGGY, brought_by(("", "pytest", "capture")))
-    assert ("harness.capture.transport", "requests") in found
+    assert ("harness.capture._transport", "requests") in found
     assert all(top != "httpx2" for _, top in found), "httpx2 is the capture extra's"
 
 
 def test_the_scan_follows_start_up_imports_to_an_extras_package() -> None:
     found = start_up_imports(BUGGY, ["harness.cli"])
-    assert found == {"httpx2": "harness.capture.transport"}, "not the guarded or typing ones"
+    assert found == {"httpx2": "harness.capture._transport"}, "not the guarded or typing ones"
     assert not distributions_of("httpx2") & brought_by(("",))

@@ -10,9 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pointer_oracle import MISSING, child, member_span, pointer_tokens
 
-from harness.agent.llm import Request
-from harness.agent.session import LlmConfig, Message, TextBlock, canonical_header
-from harness.agent.tools import ToolSchema
+from harness.agent import LlmConfig, Request, ToolSchema, canonical_header
+from harness.agent._header import Message, TextBlock
 from harness.drift import (
     CacheView,
     DriftReport,

@@ -23,7 +23,8 @@ from typing import Any
 import pytest
 
 from harness.capture import CaptureSession, CassetteMismatch, cassette_path_for, current_session
-from harness.stability import HeaderDrift, make_prove_stable_fixture
+from harness.prove._run_diff import HeaderDrift
+from harness.prove._stable import make_prove_stable_fixture
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 ANTHROPIC = EXAMPLES / "anthropic_agent"
@@ -201,14 +202,16 @@ def is_fixture(value: object) -> bool:
 
 
 def plugin_or_skip() -> None:
-    plugin = pytest.importorskip("harness.plugin")
+    plugin = pytest.importorskip("harness.pytest_plugin")
     missing = [
         name
         for name in ("header_capture", "prove_stable")
         if not is_fixture(getattr(plugin, name, None))
     ]
     if missing:
-        pytest.skip(f"harness.plugin does not provide the {' and '.join(missing)} fixtures yet")
+        pytest.skip(
+            f"harness.pytest_plugin does not provide the {' and '.join(missing)} fixtures yet"
+        )
 
 
 def copy_example(example: Path, target: Path) -> None:

@@ -19,6 +19,7 @@ import openai
 import pytest
 from stand_ins import anthropic_message
 
+from harness._errors import UsageError
 from harness.capture import (
     CaptureConfig,
     CaptureSession,
@@ -26,7 +27,6 @@ from harness.capture import (
     CassetteMissing,
     ExactBodyMatcher,
 )
-from harness.errors import UsageError
 
 ANTHROPIC_URL = "https://api.anthropic.com/v1/messages"
 CHAT_URL = "https://api.openai.com/v1/chat/completions"

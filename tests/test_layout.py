@@ -103,31 +103,31 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def test_the_scan_counts_lazy_imports_and_skips_type_checking_ones() -> None:
-    known = {"harness.stability", "harness.hashseed", "harness.capture", "harness.drift"}
+    known = {"harness.prove._stable", "harness.prove._hashseed", "harness.capture", "harness.drift"}
     stability = (
         "from typing import TYPE_CHECKING\n"
         "if TYPE_CHECKING:\n"
         "    from harness.capture import CaptureSession\n"
         "def prove():\n"
-        "    from harness.hashseed import iter_under_seeds\n"
+        "    from harness.prove._hashseed import iter_under_seeds\n"
     )
-    hashseed = "from harness.stability import resolve\nfrom . import drift\n"
+    hashseed = "from harness.prove._stable import resolve\nfrom .. import drift\n"
     graph = {
-        "harness.stability": imports_of("harness.stability", stability, known),
-        "harness.hashseed": imports_of("harness.hashseed", hashseed, known),
+        "harness.prove._stable": imports_of("harness.prove._stable", stability, known),
+        "harness.prove._hashseed": imports_of("harness.prove._hashseed", hashseed, known),
     }
     assert graph == {
-        "harness.stability": {"harness.hashseed"},
-        "harness.hashseed": {"harness.stability", "harness.drift"},
+        "harness.prove._stable": {"harness.prove._hashseed"},
+        "harness.prove._hashseed": {"harness.prove._stable", "harness.drift"},
     }
-    assert cycles(graph) == [["harness.hashseed", "harness.stability"]]
+    assert cycles(graph) == [["harness.prove._hashseed", "harness.prove._stable"]]
 
 
 def test_the_scan_sees_every_module_and_resolves_submodules() -> None:
     graph = import_graph()
-    assert {"harness.views", "harness.drift.compare", "harness.capture.session"} <= set(graph)
-    assert "harness.drift.locate" in graph["harness.drift.compare"]
-    assert "harness.views" in graph["harness.drift.compare"]
+    assert {"harness._views", "harness.drift._compare", "harness.capture._session"} <= set(graph)
+    assert "harness.drift._locate" in graph["harness.drift._compare"]
+    assert "harness._views" in graph["harness.drift._compare"]
 
 
 def test_the_harness_has_no_import_cycle() -> None:
@@ -136,8 +136,8 @@ def test_the_harness_has_no_import_cycle() -> None:
 
 def test_views_are_at_the_bottom() -> None:
     graph = import_graph()
-    assert graph["harness.views"] == set(), "views imports nothing else from the harness"
-    assert "harness.drift" not in graph["harness.providers.base"]
+    assert graph["harness._views"] == set(), "views imports nothing else from the harness"
+    assert "harness.drift" not in graph["harness.providers._base"]
 
 
 def test_no_module_is_over_500_lines() -> None:
@@ -157,14 +157,16 @@ def test_every_module_says_what_it_owns() -> None:
 
 
 def test_every_error_a_user_can_cause_is_a_harness_error() -> None:
-    from harness.capture import CaptureError, CassetteMismatch, CassetteMissing, SecretLeak
-    from harness.errors import HarnessError
-    from harness.fixture import FixtureError, WriteRefused
-    from harness.hashseed import HashSeedError
-    from harness.paths import UnsafeName
-    from harness.prefix import PrefixBroken
-    from harness.secrets import SecretLeak as WriteSecretLeak
-    from harness.stability import HeaderDrift
+    from harness._errors import FixtureError, HarnessError, HashSeedError, UnsafeName, WriteRefused
+    from harness._errors import SecretLeak as WriteSecretLeak
+    from harness.capture import (
+        CaptureError,
+        CassetteMismatch,
+        CassetteMissing,
+        PrefixBroken,
+        SecretLeak,
+    )
+    from harness.prove._run_diff import HeaderDrift
 
     for kind in (
         CaptureError,

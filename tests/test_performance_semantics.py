@@ -21,60 +21,64 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from harness import files
+from harness import _files as files
+from harness._errors import FixtureError
 from harness.agent import (
+    ASSEMBLE_EVENT,
+    TOOL_ORDER_REST,
     Context,
+    Conversation,
     FrozenDict,
     FrozenError,
+    FrozenList,
     Header,
     LlmConfig,
+    LogEvent,
+    PromptAssembly,
+    PromptAssemblyError,
+    PromptRenderError,
     ScriptedAdapter,
+    Section,
     Session,
     SystemPrompt,
     SystemPromptConfig,
+    ToolOrderError,
     ToolRuntime,
     ToolSchema,
     canonical_header,
     deep_freeze,
-    header_equals,
-)
-from harness.agent.frozen import FrozenList, extend_frozen, is_deep_frozen
-from harness.agent.header import Conversation, messages_json
-from harness.agent.session import (
-    AgentError,
-    AssistantMessage,
-    EventLog,
-    LogEvent,
-    RequestHeader,
-    StepEnd,
-    StepStart,
-    TextBlock,
-    ToolCall,
-    ToolResult,
-    ToolUseBlock,
-    TurnEnd,
-    TurnStart,
-    UserMessage,
     derive_messages,
     fold_header,
-    has_header,
-    header_bytes,
-)
-from harness.agent.system_prompt import (
-    ASSEMBLE_EVENT,
-    TOOL_ORDER_REST,
-    PromptAssembly,
-    PromptAssemblyError,
-    PromptRenderError,
-    Section,
-    ToolOrderError,
-    check_assembly,
+    header_equals,
+    is_deep_frozen,
     order_tools,
     render_prompt,
 )
-from harness.errors import FixtureError
-from harness.fixture import LogFile, MessagesDigest, RecordedRequest, find_fixtures, load_fixture
-from harness.scenario import run_sync
+from harness.agent._frozen import extend_frozen
+from harness.agent._header import TextBlock, ToolUseBlock, header_bytes, messages_json
+from harness.agent._session import (
+    AgentError,
+    AssistantMessage,
+    EventLog,
+    RequestHeader,
+    StepEnd,
+    StepStart,
+    ToolCall,
+    ToolResult,
+    TurnEnd,
+    TurnStart,
+    UserMessage,
+    has_header,
+)
+from harness.agent._system_prompt import check_assembly
+from harness.scenarios._formats import (
+    LogFile,
+    MessagesDigest,
+    RecordedRequest,
+    find_fixtures,
+    load_fixture,
+)
+from harness.scenarios._run import run_sync
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = LlmConfig(provider="scripted", model="m")
@@ -761,9 +765,7 @@ def test_a_waterfall_leaves_no_reference_cycle_behind() -> None:
 
 
 def test_a_longer_session_leaves_no_more_cyclic_garbage_and_its_values_are_untracked() -> None:
-    from harness.agent import boot_agent
-    from harness.agent.apps import AgentCoreConfig
-    from harness.agent.llm import ScriptedReply, ScriptedToolCall
+    from harness.agent import AgentCoreConfig, ScriptedReply, ScriptedToolCall, boot_agent
 
     def session(turns: int) -> Any:
         replies = []
@@ -880,9 +882,13 @@ def test_a_shared_conversation_gives_the_run_tuples_give(folder: Path) -> None:
 def test_the_invariant_compares_messages_that_are_not_the_sessions_own(
     share: bool, replace: Any, fails: str | None
 ) -> None:
-    from harness.agent import REQUEST_EVENT, boot_agent
-    from harness.agent.apps import AgentCoreConfig
-    from harness.agent.llm import ScriptedReply, ScriptedToolCall
+    from harness.agent import (
+        REQUEST_EVENT,
+        AgentCoreConfig,
+        ScriptedReply,
+        ScriptedToolCall,
+        boot_agent,
+    )
 
     replies = [
         ScriptedReply(tool_calls=(ScriptedToolCall("c1", "t"),)),
@@ -916,8 +922,8 @@ def test_comparing_recorded_bytes_is_comparing_the_decoded_recording(folder: Pat
     """Replay's first comparison (bytes, no decoding) gives what normalising and decoding give,
     and replay's own run (tokens for the session id and the time, a shared conversation) gives
     the recording that a run with a real id and clock gives."""
-    from harness.record import log_of, recorded_bytes, requests_of
-    from harness.replay import compare_recordings
+    from harness.scenarios._record import log_of, recorded_bytes, requests_of
+    from harness.scenarios._replay import compare_recordings
 
     fixture = load_fixture(folder)
     plain = lean_run(fixture)
@@ -961,7 +967,7 @@ def test_comparing_recorded_bytes_is_comparing_the_decoded_recording(folder: Pat
 
 
 def test_a_request_whose_messages_came_from_elsewhere_is_digested_from_scratch() -> None:
-    from harness.scenario import MessagesDigester
+    from harness.scenarios._run import MessagesDigester
 
     session = Session(Context(), session_id="s", clock=lambda: "T")
     session.append(UserMessage(text="hi"))
@@ -976,7 +982,8 @@ def test_a_request_whose_messages_came_from_elsewhere_is_digested_from_scratch()
 
 
 def test_the_plugin_check_is_the_protocol_check() -> None:
-    from harness.agent.context import Plugin, _is_plugin
+    from harness.agent import Plugin
+    from harness.agent._context import _is_plugin
 
     class Named:
         name = "n"
@@ -1004,8 +1011,8 @@ def test_the_plugin_check_is_the_protocol_check() -> None:
 
 @pytest.mark.parametrize("folder", shipped(), ids=lambda p: p.name)
 def test_comparing_shuffled_runs_is_comparing_their_bytes(folder: Path) -> None:
-    from harness.agent.context import LoadSchedule
-    from harness.shuffle import _same_bytes, schedules
+    from harness.agent import LoadSchedule
+    from harness.scenarios._shuffle import _same_bytes, schedules
 
     fixture = load_fixture(folder)
     assert fixture.answers is not None

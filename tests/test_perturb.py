@@ -525,8 +525,8 @@ def test_a_return_value_that_is_not_a_header_is_an_error(
 def test_a_key_a_build_returns_is_not_printed_in_part() -> None:
     # The error quotes the start of what the build returned: redacted before it is cut, so the
     # key's prefix and first characters never reach the message (they once did, 40 characters).
-    from harness.errors import HarnessError
-    from harness.stability import prove_stable
+    from harness._errors import HarnessError
+    from harness.prove._stable import prove_stable
 
     key = "sk-ant-api03-" + "Q7" * 48
     with pytest.raises(HarnessError) as caught:
@@ -539,7 +539,8 @@ def test_a_key_a_build_returns_is_not_printed_in_part() -> None:
 def test_a_set_ordered_header_fails_across_hash_seeds_without_units(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from harness.stability import HeaderDrift, prove_stable
+    from harness.prove._run_diff import HeaderDrift
+    from harness.prove._stable import prove_stable
 
     (tmp_path / "hashed_agent.py").write_text(
         BODY
@@ -565,7 +566,8 @@ def test_a_set_ordered_header_fails_across_hash_seeds_without_units(
 def test_a_seed_gives_the_same_orders_every_time() -> None:
     import asyncio
 
-    from harness.perturb import ASYNCIO, perturbed, plans
+    from harness.prove.perturb._engine import perturbed
+    from harness.prove.perturb._plan import ASYNCIO, plans
 
     async def loader() -> list[str]:
         done: list[str] = []

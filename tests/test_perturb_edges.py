@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 
-from harness.stability import HeaderDrift, PerturbationWarning, prove_stable
+from harness.prove._run_diff import HeaderDrift
+from harness.prove._stable import PerturbationWarning, prove_stable
 
 SEEDS = [1, 2, 3, 7, 11, 2026]
 
@@ -276,7 +277,7 @@ def test_jobs_that_wait_for_each_other_pass_quickly(seed: int) -> None:
 
 
 def test_independent_conversations_may_go_out_in_any_order() -> None:
-    from harness.views import CacheView
+    from harness._views import CacheView
 
     async def build() -> list[CacheView]:
         sent: list[CacheView] = []

@@ -149,7 +149,7 @@ def test_rerunning_with_the_printed_seed_reproduces_the_failure(
 
 
 SCENARIO_TEST = """
-from harness.fixture import PinSpec, PluginSpec, Scenario, ToolSpec
+from harness.scenarios._formats import PinSpec, PluginSpec, Scenario, ToolSpec
 from harness.agent import ScriptedReply
 
 PLUGINS = (

@@ -1,6 +1,6 @@
 """The plugin loads with every pytest run, so importing it must not load the harness itself.
 
-Every project that installs the package pays for `harness.plugin` at each pytest start, most of
+Every project that installs the package pays for `harness.pytest_plugin` at each pytest start, most of
 them in runs that never touch a scenario. Its imports stay at pytest, the standard library and
 the harness's small bottom modules; the runtime, the file codec (msgspec, the secret scan) and
 asyncio load on first use. Measured as time in `bench/` (`pytest_startup_added_ms`); here as
@@ -14,7 +14,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-HEAVY = ("msgspec", "asyncio", "deepdiff", "harness.agent", "harness.fixture", "harness.files")
+HEAVY = (
+    "msgspec",
+    "asyncio",
+    "deepdiff",
+    "harness.agent",
+    "harness.scenarios._formats",
+    "harness._files",
+)
 
 
 def imported_by(statement: str) -> set[str]:
@@ -36,13 +43,13 @@ def heavy(modules: set[str]) -> list[str]:
 
 
 def test_importing_the_plugin_loads_no_runtime_no_codec_and_no_asyncio() -> None:
-    loaded = imported_by("import harness.plugin")
-    assert "harness.plugin" in loaded
+    loaded = imported_by("import harness.pytest_plugin")
+    assert "harness.pytest_plugin" in loaded
     assert heavy(loaded) == []
 
 
 def test_the_check_sees_a_heavy_import() -> None:
-    assert heavy(imported_by("import harness.plugin, harness.fixture")) != []
+    assert heavy(imported_by("import harness.pytest_plugin, harness.scenarios._formats")) != []
 
 
 def test_a_run_that_touches_no_scenario_loads_no_codec_and_no_secret_scan(tmp_path: Path) -> None:
@@ -52,7 +59,7 @@ def test_a_run_that_touches_no_scenario_loads_no_codec_and_no_secret_scan(tmp_pa
     script = (
         "import contextlib, io, json, sys, pytest\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
-        "    code = pytest.main(['-q', '-p', 'harness.plugin', '-p', 'no:randomly'])\n"
+        "    code = pytest.main(['-q', '-p', 'harness.pytest_plugin', '-p', 'no:randomly'])\n"
         "print(json.dumps([int(code), sorted(sys.modules)]))\n"
     )
     done = subprocess.run(
@@ -67,4 +74,4 @@ def test_a_run_that_touches_no_scenario_loads_no_codec_and_no_secret_scan(tmp_pa
     assert code == 5  # no tests collected
     loaded = set(modules)
     assert heavy(loaded) == []
-    assert not {"harness.secrets", "harness.secret_shapes"} & loaded
+    assert not {"harness._secrets", "harness._secret_shapes"} & loaded

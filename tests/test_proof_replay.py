@@ -17,7 +17,7 @@ import pytest
 from stand_ins import anthropic_message
 
 from harness.capture import CaptureSession, CassetteMismatch
-from harness.stability import make_prove_stable_fixture
+from harness.prove._stable import make_prove_stable_fixture
 
 PLUGINS = ("weather", "calendar", "maps")
 

@@ -11,7 +11,11 @@ from typing import Any
 
 import pytest
 
+from harness._views import CacheView, RequestSplit
 from harness.drift import compare
+from harness.prove._builds import view_of_value
+from harness.prove._run_diff import HeaderDrift
+from harness.prove._stable import prove_stable
 from harness.providers import (
     ANTHROPIC,
     CacheUsage,
@@ -23,8 +27,6 @@ from harness.providers import (
     split_request,
     unregister_provider,
 )
-from harness.stability import HeaderDrift, prove_stable, view_of_value
-from harness.views import CacheView, RequestSplit
 
 GEMINI_URL = "https://generativelanguage.googleapis.com/v1beta/models/gemini-x:generateContent"
 BEDROCK_URL = (
@@ -239,7 +241,7 @@ def _installed(tmp_path: Path, target: str) -> Path:
         textwrap.dedent(
             """
             from harness.providers import CacheUsage
-            from harness.views import CacheView, RequestSplit
+            from harness._views import CacheView, RequestSplit
 
             class Acme:
                 name = "acme"

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.fixture import find_fixtures, load_fixture
-from harness.record import record_fixture
-from harness.replay import replay_fixture
+from harness.scenarios._formats import find_fixtures, load_fixture
+from harness.scenarios._record import record_fixture
+from harness.scenarios._replay import replay_fixture
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = sorted(p.name for p in find_fixtures([ROOT / "fixtures"]))

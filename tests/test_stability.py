@@ -13,20 +13,17 @@ import httpx2
 import pytest
 from stand_ins import anthropic_message
 
-from harness.agent.llm import Request
-from harness.agent.session import Header, LlmConfig
-from harness.agent.tools import ToolSchema
+from harness._files import decode
+from harness.agent import Header, LlmConfig, Request, ToolSchema
 from harness.capture import CaptureFile, CaptureSession, current_session
 from harness.drift import CacheView
-from harness.fixture import decode
-from harness.stability import (
-    HeaderDrift,
+from harness.prove._builds import unit_name, view_of_value
+from harness.prove._run_diff import HeaderDrift
+from harness.prove._stable import (
     StabilityResult,
     make_prove_stable_fixture,
     orders_of,
     prove_stable,
-    unit_name,
-    view_of_value,
 )
 
 # -- a user's registry ---------------------------------------------------------------------------

@@ -25,7 +25,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from harness.distribution import DISTRIBUTION, install_command
+from harness._distribution import DISTRIBUTION, install_command
 
 ROOT = Path(__file__).resolve().parent.parent
 PIP = (sys.executable, "-m", "pip", "-q")  # this suite's pip
@@ -135,7 +135,7 @@ def declared(wheel_dist: metadata.Distribution, extra: str) -> list[Requirement]
 CAPTURE_WITHOUT_HTTP = """
 import importlib.util, harness, harness.capture
 from harness.capture import CaptureSession
-from harness.errors import HarnessError
+from harness._errors import HarnessError
 print(harness.__file__)
 print([n for n in ("httpx", "httpx2", "pytest") if importlib.util.find_spec(n) is not None])
 try:

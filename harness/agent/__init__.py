@@ -5,7 +5,7 @@ It never imports the rest of `harness`: the harness reaches it only through its 
 dispatches.
 """
 
-from harness.agent.apps import (
+from harness.agent._apps import (
     Agent,
     AgentCoreConfig,
     CliAppConfig,
@@ -13,9 +13,10 @@ from harness.agent.apps import (
     boot_agent,
     boot_app,
 )
-from harness.agent.context import Context, ContextError, LoadSchedule, Plugin, load_plugins
-from harness.agent.frozen import FrozenDict, FrozenError, FrozenList, deep_freeze, is_deep_frozen
-from harness.agent.llm import (
+from harness.agent._context import Context, ContextError, LoadSchedule, Plugin, load_plugins
+from harness.agent._frozen import FrozenDict, FrozenError, FrozenList, deep_freeze, is_deep_frozen
+from harness.agent._header import Conversation, Header, LlmConfig, canonical_header, header_equals
+from harness.agent._llm import (
     DISPATCH_EVENT,
     REPLY_EVENT,
     REQUEST_EVENT,
@@ -26,20 +27,14 @@ from harness.agent.llm import (
     ScriptedReply,
     ScriptedToolCall,
 )
-from harness.agent.loop import TOOL_BEFORE_EVENT, AgentLoop, InvariantError, check_rebuild_invariant
-from harness.agent.session import (
-    SESSION_EVENT,
-    Conversation,
-    Header,
-    LlmConfig,
-    LogEvent,
-    Session,
-    canonical_header,
-    derive_messages,
-    fold_header,
-    header_equals,
+from harness.agent._loop import (
+    TOOL_BEFORE_EVENT,
+    AgentLoop,
+    InvariantError,
+    check_rebuild_invariant,
 )
-from harness.agent.system_prompt import (
+from harness.agent._session import SESSION_EVENT, LogEvent, Session, derive_messages, fold_header
+from harness.agent._system_prompt import (
     ASSEMBLE_EVENT,
     TOOL_ORDER_REST,
     PromptAssembly,
@@ -53,7 +48,7 @@ from harness.agent.system_prompt import (
     render_prompt,
     validate_tool_order,
 )
-from harness.agent.tools import ToolRuntime, ToolSchema, register_tool
+from harness.agent._tools import ToolRuntime, ToolSchema, register_tool
 
 __all__ = [
     "ASSEMBLE_EVENT",

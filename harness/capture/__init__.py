@@ -23,8 +23,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.capture.captured import Captured, split_exchange
-from harness.capture.cassette import (
+from harness._ci import MODES
+from harness._errors import CaptureError, CassetteMismatch, CassetteMissing
+from harness._errors import CassetteSecretLeak as SecretLeak
+from harness._secrets import REDACTED, Redaction, SecretFinding, scan_secrets
+from harness._views import RequestSplit
+from harness.capture._captured import Captured, split_exchange
+from harness.capture._cassette import (
     CaptureFile,
     Exchange,
     HttpRequest,
@@ -33,23 +38,24 @@ from harness.capture.cassette import (
     cassette_path_for,
     load_cassette,
 )
-from harness.capture.config import CaptureConfig
-from harness.capture.matching import (
+from harness.capture._config import CaptureConfig
+from harness.capture._matching import (
     CacheViewMatcher,
     ExactBodyMatcher,
     Matcher,
     matcher_named,
     register_matcher,
 )
-from harness.capture.proof import ProofRun, current_session
-from harness.capture.session import CaptureSession, Finished
-from harness.ci import MODES
-from harness.errors import CaptureError, CassetteMismatch, CassetteMissing
-from harness.errors import CassetteSecretLeak as SecretLeak
-from harness.prefix import PrefixBreak, PrefixBroken, PrefixChain, check_prefix_chain, prefix_chain
+from harness.capture._prefix import (
+    PrefixBreak,
+    PrefixBroken,
+    PrefixChain,
+    check_prefix_chain,
+    prefix_chain,
+)
+from harness.capture._proof import ProofRun, current_session
+from harness.capture._session import CaptureSession, Finished
 from harness.providers import detect_provider, split_request, view_of_body
-from harness.secrets import REDACTED, Redaction, SecretFinding, scan_secrets
-from harness.views import RequestSplit
 
 __all__ = [
     "MODES",
@@ -95,7 +101,7 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name == "CaptureTransport":  # the httpx2 transport class, made when first asked for
-        from harness.capture.transport import library, transport_class
+        from harness.capture._transport import library, transport_class
 
         return transport_class(library("httpx2"))
     raise AttributeError(f"module 'harness.capture' has no attribute {name!r}")

@@ -11,13 +11,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from harness.providers.anthropic import ANTHROPIC
-from harness.providers.base import CacheUsage, Headers, Provider, header_pairs, host_matches
-from harness.providers.bedrock import BEDROCK
-from harness.providers.deepseek import DEEPSEEK
-from harness.providers.gemini import GEMINI
-from harness.providers.openai import OPENAI_CHAT, OPENAI_RESPONSES
-from harness.providers.registry import (
+from harness._views import CacheView, RequestSplit
+from harness.providers._anthropic import ANTHROPIC
+from harness.providers._base import CacheUsage, Headers, Provider, header_pairs, host_matches
+from harness.providers._bedrock import BEDROCK
+from harness.providers._deepseek import DEEPSEEK
+from harness.providers._gemini import GEMINI
+from harness.providers._openai import OPENAI_CHAT, OPENAI_RESPONSES
+from harness.providers._registry import (
     ENTRY_POINT_GROUP,
     ProviderWarning,
     provider_for,
@@ -29,7 +30,6 @@ from harness.providers.registry import (
     split_with,
     unregister_provider,
 )
-from harness.views import CacheView, RequestSplit
 
 __all__ = [
     "ANTHROPIC",

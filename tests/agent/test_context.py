@@ -11,8 +11,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.agent import Context, LoadSchedule, ToolRuntime, load_plugins, register_tool
-from harness.agent.context import ContextError
+from harness.agent import (
+    Context,
+    ContextError,
+    LoadSchedule,
+    ToolRuntime,
+    load_plugins,
+    register_tool,
+)
 
 
 class ToolPlugin:

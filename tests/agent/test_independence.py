@@ -46,15 +46,19 @@ def sources() -> dict[str, str]:
 
 def test_the_scan_sees_every_module_and_its_internal_imports() -> None:
     scanned = sources()
-    assert {"context.py", "loop.py", "system_prompt.py", "apps.py", "frozen.py"} <= set(scanned)
+    assert {"_context.py", "_loop.py", "_system_prompt.py", "_apps.py", "_frozen.py"} <= set(
+        scanned
+    )
     internal = {m for source in scanned.values() for m in imported_modules(source)}
-    assert "harness.agent.context" in internal, "the scan must see the package's own imports"
+    assert "harness.agent._context" in internal, "the scan must see the package's own imports"
 
 
 def test_the_scan_flags_harness_imports_in_every_spelling() -> None:
-    source = "import harness.fixture\nfrom harness import replay\nfrom ..cli import main\n"
+    source = (
+        "import harness.scenarios._formats\nfrom harness import scenarios\nfrom ..cli import main\n"
+    )
     flagged = [m for m in imported_modules(source) if outside_agent(m)]
-    assert flagged == ["harness.fixture", "harness.replay", "harness.cli"]
+    assert flagged == ["harness.scenarios._formats", "harness.scenarios", "harness.cli"]
 
 
 def test_no_module_of_harness_agent_imports_the_rest_of_harness() -> None:
@@ -79,5 +83,5 @@ def test_importing_harness_agent_loads_no_other_harness_module() -> None:
         timeout=60,
     )
     loaded = json.loads(result.stdout)
-    assert "harness.agent.loop" in loaded
+    assert "harness.agent._loop" in loaded
     assert [m for m in loaded if m != "harness" and not m.startswith("harness.agent")] == []

@@ -14,6 +14,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.agent import (
+    ASSEMBLE_EVENT,
+    DISPATCH_EVENT,
+    REPLY_EVENT,
+    REQUEST_EVENT,
+    TOOL_BEFORE_EVENT,
     TOOL_ORDER_REST,
     Agent,
     AgentCoreConfig,
@@ -23,6 +28,7 @@ from harness.agent import (
     FrozenError,
     InvariantError,
     LoadSchedule,
+    PromptAssembly,
     Request,
     ScriptedAdapter,
     ScriptedReply,
@@ -33,26 +39,22 @@ from harness.agent import (
     TuiAppConfig,
     boot_agent,
     boot_app,
+    canonical_header,
+    check_rebuild_invariant,
+    derive_messages,
+    is_deep_frozen,
     register_tool,
 )
-from harness.agent.frozen import is_deep_frozen
-from harness.agent.llm import DISPATCH_EVENT, REPLY_EVENT, REQUEST_EVENT
-from harness.agent.loop import TOOL_BEFORE_EVENT, check_rebuild_invariant
-from harness.agent.session import (
+from harness.agent._header import TextBlock, ToolResultBlock, ToolUseBlock
+from harness.agent._session import (
     AgentError,
     RequestHeader,
     StepEnd,
     StepStart,
-    TextBlock,
     ToolResult,
-    ToolResultBlock,
-    ToolUseBlock,
     TurnEnd,
     UserMessage,
-    canonical_header,
-    derive_messages,
 )
-from harness.agent.system_prompt import ASSEMBLE_EVENT, PromptAssembly
 
 REST = TOOL_ORDER_REST
 VARIABLES = {"cwd": "/work", "platform": "linux"}

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.agent import (
+    SESSION_EVENT,
     Context,
     FrozenDict,
     FrozenError,
@@ -22,24 +23,20 @@ from harness.agent import (
     ToolSchema,
     canonical_header,
     deep_freeze,
-    header_equals,
-)
-from harness.agent.frozen import is_deep_frozen
-from harness.agent.session import (
-    SESSION_EVENT,
-    AssistantMessage,
-    Message,
-    RequestHeader,
-    StepStart,
-    TextBlock,
-    ToolCall,
-    ToolResult,
-    ToolResultBlock,
-    ToolUseBlock,
-    TurnStart,
-    UserMessage,
     derive_messages,
     fold_header,
+    header_equals,
+    is_deep_frozen,
+)
+from harness.agent._header import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from harness.agent._session import (
+    AssistantMessage,
+    RequestHeader,
+    StepStart,
+    ToolCall,
+    ToolResult,
+    TurnStart,
+    UserMessage,
 )
 
 CONFIG = LlmConfig(provider="scripted", model="m")

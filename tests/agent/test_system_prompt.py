@@ -12,9 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.agent import (
+    ASSEMBLE_EVENT,
     TOOL_ORDER_REST,
     Context,
     PromptAssembly,
+    PromptAssemblyError,
+    PromptRenderError,
     Section,
     SystemPrompt,
     SystemPromptConfig,
@@ -25,7 +28,6 @@ from harness.agent import (
     render_prompt,
     validate_tool_order,
 )
-from harness.agent.system_prompt import ASSEMBLE_EVENT, PromptAssemblyError, PromptRenderError
 
 REST = TOOL_ORDER_REST
 RESERVED_MESSAGE = (

@@ -124,8 +124,8 @@ def scenario_source(
 
 
 SCENARIO_IMPORTS = """
-from harness.agent.llm import ScriptedReply, ScriptedToolCall
-from harness.fixture import PinSpec, PluginSpec, Scenario, ToolSpec
+from harness.agent._llm import ScriptedReply, ScriptedToolCall
+from harness.scenarios._formats import PinSpec, PluginSpec, Scenario, ToolSpec
 """
 
 

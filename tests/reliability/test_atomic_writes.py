@@ -18,19 +18,17 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from harness.agent.llm import ScriptedReply
-from harness.fixture import (
+from harness._errors import FixtureError
+from harness._files import decode, encode, write_atomic
+from harness.agent import ScriptedReply
+from harness.scenarios._formats import (
     AnswersFile,
-    FixtureError,
     LogFile,
     RequestsFile,
     Scenario,
     ToolSchemasPin,
-    decode,
-    encode,
     find_fixtures,
     load_fixture,
-    write_atomic,
 )
 
 from .conftest import (
@@ -49,7 +47,7 @@ KILLER = r"""
 import os, signal, sys
 from pathlib import Path
 
-import harness.fixture as fixture
+import harness._files as files
 
 path, data, where = Path(sys.argv[1]), Path(sys.argv[2]).read_bytes(), sys.argv[3]
 
@@ -81,7 +79,7 @@ elif where == "mid-write":  # half the bytes reached the temp file
             die()
 
     os.fdopen = lambda fd, *args, **kwargs: Half(real_fdopen(fd, *args, **kwargs))
-fixture.write_atomic(path, data)
+files.write_atomic(path, data)
 print("the write was not interrupted")
 """
 
@@ -207,7 +205,7 @@ WRITER = r"""
 import sys
 from pathlib import Path
 
-from harness.fixture import write_atomic
+from harness._files import write_atomic
 
 path, payload, rounds = Path(sys.argv[1]), Path(sys.argv[2]).read_bytes(), int(sys.argv[3])
 other = Path(sys.argv[4]).read_bytes()

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.ci import CI_VARIABLES, detect_ci
-from harness.errors import WriteRefused
-from harness.files import write_atomic
+from harness._ci import CI_VARIABLES, detect_ci
+from harness._errors import WriteRefused
+from harness._files import write_atomic
 
 from .conftest import Cli, inner_pytest, one_line, tree
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from harness.drift import MARKER, compare_values
-from harness.drift.far import far_difference
+from harness.drift._far import far_difference
 
 from .conftest import Cli
 

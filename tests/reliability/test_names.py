@@ -17,9 +17,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from harness._errors import FixtureError, UnsafeName
+from harness._files import write_atomic
+from harness._paths import case_twin, file_name_for, safe_component
 from harness.capture import cassette_path_for
-from harness.fixture import FixtureError, load_fixture, write_atomic
-from harness.paths import UnsafeName, case_twin, file_name_for, safe_component
+from harness.scenarios._formats import load_fixture
 
 from .conftest import SCENARIO_IMPORTS, Cli, inner_pytest, one_line, scenario_source, tree
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.fixture import load_fixture
+from harness.scenarios._formats import load_fixture
 
 from .conftest import SHIPPED_FIXTURES, SHIPPED_PINS, Cli, tree
 

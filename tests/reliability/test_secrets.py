@@ -16,9 +16,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from stand_ins import anthropic_message
 
+from harness._files import SecretWarning
+from harness._secrets import scan_secrets
 from harness.capture import CaptureSession, SecretLeak, load_cassette
-from harness.fixture import SecretWarning, load_fixture
-from harness.secrets import scan_secrets
+from harness.scenarios._formats import load_fixture
 
 from .conftest import (
     ANTHROPIC_KEY,
@@ -291,7 +292,7 @@ def test_loading_a_cassette_that_holds_a_secret_warns(tmp_path: Path) -> None:
 
 
 def test_loading_a_pin_whose_system_text_holds_a_secret_warns(tmp_path: Path) -> None:
-    from harness.pins import load_pin
+    from harness.scenarios._pins import load_pin
 
     copy_project(tmp_path)
     system = tmp_path / "snapshots/headers/default/system-prompt.expected.md"
@@ -323,7 +324,7 @@ _PIECES = (
 def test_the_needle_prefilter_never_changes_what_the_scan_finds(
     parts: list[tuple[str, str]],
 ) -> None:
-    from harness.secrets import SECRET_PATTERNS, SecretPattern
+    from harness._secret_shapes import SECRET_PATTERNS, SecretPattern
 
     unfiltered = tuple(SecretPattern(p.kind, p.regex) for p in SECRET_PATTERNS)
     data = "".join(a + b for a, b in parts).encode()
@@ -348,14 +349,14 @@ def test_the_needle_prefilter_never_changes_what_the_scan_finds(
 def test_the_byte_clearance_never_changes_what_the_scan_finds(parts: list[bytes]) -> None:
     """`scan_secrets` skips decoding bytes `may_hold_secrets` clears; the findings are those of
     the decoded text, scanned whole."""
-    from harness.secrets import findings_in
+    from harness._secrets import findings_in
 
     data = b"".join(parts)
     assert scan_secrets(data) == findings_in(data.decode("utf-8", "replace"))
 
 
 def test_the_byte_clearance_clears_clean_bytes_and_keeps_keys() -> None:
-    from harness.secret_shapes import SECRET_PATTERNS, may_hold_secrets
+    from harness._secret_shapes import SECRET_PATTERNS, may_hold_secrets
 
     digest = b'"sha256": "' + b"9d189c90dbf8da4cae167d4beb0c5c1c" * 2 + b'"'
     assert not may_hold_secrets(digest * 100 + "caf\u00e9 ".encode() * 10, SECRET_PATTERNS)

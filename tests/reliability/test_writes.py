@@ -257,7 +257,7 @@ def test_a_read_only_folder_is_one_line_exit_2(project: Path, cli: Cli) -> None:
 def test_the_header_snapshot_extension_refuses_to_delete_under_ci(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from harness import snapshot
+    from harness.pytest_plugin import _snapshot as snapshot
 
     stored = tmp_path / "test_header.header.json"
     stored.write_bytes(b"{}")

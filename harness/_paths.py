@@ -1,0 +1,106 @@
+"""Names that become file names: scenario names, pin classes, test ids.
+
+A name must not escape the folder it is joined to (`../`, absolute paths, NUL, drive letters), must
+not be a reserved Windows device name, and must stay short enough for every filesystem. Unsafe
+names are rejected with a message rather than silently rewritten, except through
+`file_name_for`, which maps any test id to a distinct safe name (a hash keeps collisions apart).
+
+Names that differ only in case (`Foo`, `foo`) are one folder on macOS and Windows: a write next to
+such a twin is refused (`refuse_case_twin`), on every platform, so a repository never holds two
+scenarios that a case-insensitive checkout would merge.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from pathlib import Path
+
+from harness._errors import UnsafeName
+from harness._secrets import redact_text
+
+_SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+_WINDOWS_RESERVED = {
+    "CON", "PRN", "AUX", "NUL",
+    *(f"COM{i}" for i in range(1, 10)),
+    *(f"LPT{i}" for i in range(1, 10)),
+}  # fmt: skip
+
+
+def safe_component(name: str) -> str:
+    """`name` itself when it is a safe single path component; UnsafeName otherwise."""
+    if not _SAFE.fullmatch(name) or name.endswith(".") or ".." in name:
+        raise UnsafeName(
+            f"{name!r} cannot be used as a file name: use 1-100 letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit, without '..'"
+        )
+    if name.split(".")[0].upper() in _WINDOWS_RESERVED:
+        raise UnsafeName(f"{name!r} is a reserved device name on Windows; choose another name")
+    return name
+
+
+def file_name_for(text: str, max_length: int = 80) -> str:
+    """A safe, distinct file name for any text (a pytest node id, say).
+
+    A secret in the text (a key in a parametrize id) never reaches the name: the slug is made
+    from the redacted text, and only a 10-digit hash of the whole text keeps names distinct.
+    """
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", redact_text(text)).strip("._-") or "unnamed"
+    slug = slug.replace("..", "_")
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+    head = slug[: max_length - 11]
+    if head.split(".")[0].upper() in _WINDOWS_RESERVED:
+        head = "x" + head[: max_length - 12]
+    return f"{head}-{digest}"
+
+
+def case_twin(path: Path, levels: int = 2) -> tuple[Path, Path] | None:
+    """The first of `path`'s last `levels` components with a sibling whose name differs from it
+    only in case, as (component, sibling); None when there is none.
+
+    Two levels cover what the harness names: a scenario or pin folder and the file in it.
+    """
+    current = Path(path)
+    for _ in range(levels):
+        parent, name = current.parent, current.name
+        if not name or parent == current:
+            break
+        try:
+            siblings = os.listdir(parent)
+        except OSError:  # no such folder yet (nothing to collide with), or unreadable
+            siblings = []
+        folded = name.casefold()
+        for sibling in siblings:
+            if sibling != name and sibling.casefold() == folded:
+                return current, parent / sibling
+        current = parent
+    return None
+
+
+def refuse_case_twin(path: Path) -> None:
+    """UnsafeName when writing `path` would put a name beside one that differs only in case."""
+    twin = case_twin(path)
+    if twin is not None:
+        mine, theirs = twin
+        raise UnsafeName(
+            f"refusing to write {path}: {mine.name!r} differs from the existing {theirs} only in "
+            "case, and the two are one folder on macOS and Windows; rename one of them"
+        )
+
+
+def refuse_linked_folder(folder: Path) -> None:
+    """UnsafeName when `folder` is a link (or reached through one) to somewhere else.
+
+    A recording writes beside its folder: its pin goes to `../../snapshots/headers/`, found from
+    the folder's real place. A linked scenario folder would put that pin beside the link's
+    target, outside the project; the harness refuses rather than follow it.
+    """
+    folder = Path(folder)
+    real = folder.resolve()
+    if folder.is_symlink() or real != folder.parent.resolve() / folder.name:
+        raise UnsafeName(
+            f"refusing to write into {folder}: it is a link to {real}, and its recording and pin"
+            " would be written there, outside this folder; replace the link with the folder"
+            " itself"
+        )

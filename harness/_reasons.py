@@ -1,0 +1,124 @@
+"""The cache-miss vocabulary: the word a drift report uses for the change that cost the cache.
+
+Two providers say why a request missed, in their own words: Anthropic's
+`diagnostics.cache_miss_reason.type` (`model_changed` for the model or speed, `system_changed`,
+`tools_changed`, `messages_changed`) and OpenAI's Responses `prompt_cache_diagnostics`
+(`model_changed`, `prompt_cache_key_changed`, `tools_changed`, `text_format_changed`,
+`reasoning_effort_changed`, `verbosity_changed`, `input_changed`, `service_tier_changed`). A
+report uses those words, so a reviewer can set it beside the provider's own diagnostics.
+
+A `Vocabulary` maps prompt blocks and setting keys to a `Reason`: the word, and for a setting the
+first prompt block it invalidates (Anthropic keeps the tools and system caches when only
+`tool_choice` or `thinking` changes; most settings move the whole cache key). `GENERIC` names the
+cache-breaking settings every provider shares, in OpenAI's words where they exist; a provider
+declares what it names differently (`declare`, done by `harness.providers._registry` for every
+provider it knows), and `vocabulary_for(provider)` gives the merged vocabulary. A setting no
+vocabulary names is `model_changed`: the cache key moved, and everything is lost.
+
+This module is at the bottom with `harness._views`: it imports nothing from the harness.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Final
+
+__all__ = [
+    "GENERIC",
+    "MODEL_CHANGED",
+    "TTL_SETTING",
+    "Reason",
+    "Vocabulary",
+    "declare",
+    "vocabulary_for",
+]
+
+MODEL_CHANGED: Final = "model_changed"
+# The settings key a provider gives the time-to-live of its cache breakpoints (Anthropic's
+# `cache_control.ttl`): a breakpoint written with another TTL is another cache entry.
+TTL_SETTING: Final = "cache_control.ttl"
+
+
+@dataclass(frozen=True)
+class Reason:
+    """Why a cache missed: `word`, and for a setting the first block it invalidates (None: all)."""
+
+    word: str
+    level: str | None = None
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """Block names and setting keys -> the reason a change there is reported under."""
+
+    blocks: Mapping[str, str] = field(default_factory=dict)
+    settings: Mapping[str, Reason] = field(default_factory=dict)
+
+    def block(self, name: str) -> str:
+        return self.blocks.get(name) or GENERIC.blocks.get(name) or f"{name}_changed"
+
+    def setting(self, key: str) -> Reason:
+        return self.settings.get(key) or GENERIC.settings.get(key) or Reason(MODEL_CHANGED)
+
+    def named(self, key: str) -> bool:
+        """Whether the vocabulary has a word of its own for setting `key`."""
+        return key in self.settings or key in GENERIC.settings
+
+    def over(self, base: Vocabulary) -> Vocabulary:
+        """This vocabulary, falling back to `base` for what it does not name."""
+        return Vocabulary(
+            blocks=MappingProxyType({**base.blocks, **self.blocks}),
+            settings=MappingProxyType({**base.settings, **self.settings}),
+        )
+
+
+GENERIC: Final = Vocabulary(
+    blocks=MappingProxyType(
+        {
+            "settings": MODEL_CHANGED,
+            "tools": "tools_changed",
+            "system": "system_changed",
+            "instructions": "system_changed",
+            "system_instruction": "system_changed",
+            "systemInstruction": "system_changed",
+            "messages": "messages_changed",
+            "input": "messages_changed",
+            "contents": "messages_changed",
+        }
+    ),
+    settings=MappingProxyType(
+        {
+            "model": Reason(MODEL_CHANGED),
+            "modelId": Reason(MODEL_CHANGED),
+            "speed": Reason(MODEL_CHANGED),
+            "reasoning_effort": Reason("reasoning_effort_changed"),
+            "reasoning": Reason("reasoning_effort_changed"),
+            "service_tier": Reason("service_tier_changed"),
+            "serviceTier": Reason("service_tier_changed"),
+            "prompt_cache_key": Reason("prompt_cache_key_changed"),
+            "anthropic-beta": Reason("beta_headers_changed"),
+            TTL_SETTING: Reason("cache_ttl_changed"),
+            "tool_choice": Reason("tool_choice_changed"),
+            "toolChoice": Reason("tool_choice_changed"),
+            "toolConfig": Reason("tool_choice_changed"),
+            "parallel_tool_calls": Reason("parallel_tool_calls_changed"),
+            "thinking": Reason("thinking_changed"),
+            "cachedContent": Reason("cached_content_changed"),
+            "verbosity": Reason("verbosity_changed"),
+        }
+    ),
+)
+
+_DECLARED: dict[str, Vocabulary] = {}
+
+
+def declare(provider: str, vocabulary: Vocabulary) -> None:
+    """Say how `provider` names what breaks its cache (replaces an earlier declaration)."""
+    _DECLARED[provider] = vocabulary.over(GENERIC)
+
+
+def vocabulary_for(provider: str) -> Vocabulary:
+    """The vocabulary of `provider`, or the generic one when it declared none."""
+    return _DECLARED.get(provider, GENERIC)

@@ -1,0 +1,257 @@
+"""What the CLI reads in a cassette: its format, its redaction, its prefix chain, a summary.
+
+`harness check PATH` finds every cassette under PATH (`find_cassettes`: a `.json` file whose kind
+is `harness/capture`) and audits it (`audit_cassette`): it is decoded strictly (a corrupt or
+foreign file is a `FixtureError`); secret headers and query parameters must read `[redacted]`
+and the bytes must hold nothing key-shaped; and each request must extend the cached prefix of
+the one it continues, per endpoint, as the plugin's gate checks it at record and replay (a
+cassette whose test was marked `moves_header` says so, and its breaks are listed, not failed).
+`harness show` prints `summary_lines`: per request the endpoint, provider, model, tools,
+conversation length, status and the provider's cache signal.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import msgspec
+
+from harness._body_text import sse_events
+from harness._secrets import REDACTED, Redaction
+from harness.capture._captured import Captured, split_exchange
+from harness.capture._cassette import CaptureFile, Exchange, HttpRequest, load_cassette
+from harness.capture._prefix import CONVERSATION_BLOCKS, PrefixBreak, PrefixChain, prefix_chain
+from harness.drift._tools import diff_tools
+from harness.providers import cache_usage
+
+__all__ = [
+    "CassetteAudit",
+    "audit_cassette",
+    "captured_of",
+    "find_cassettes",
+    "request_of",
+    "summary_lines",
+]
+
+_KIND: Final = b'"harness/capture"'
+_SKIPPED_FOLDERS: Final = frozenset(
+    {
+        ".git",
+        ".venv",
+        "venv",
+        "node_modules",
+        "__pycache__",
+        ".tox",
+        ".pytest_cache",
+        "site-packages",
+    }
+)
+
+
+@dataclass
+class CassetteAudit:
+    """One cassette as `harness check` judged it."""
+
+    path: Path
+    capture: CaptureFile
+    chain: PrefixChain
+    problems: list[str] = field(default_factory=list)  # redaction and secrets
+    exempt_breaks: list[PrefixBreak] = field(default_factory=list)
+
+    @property
+    def breaks(self) -> list[PrefixBreak]:
+        return self.chain.breaks
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems and not self.chain.breaks
+
+    @property
+    def stale(self) -> bool:
+        """Marked `moves_header`, yet nothing moved."""
+        return isinstance(self.capture.moves_header, str) and not self.exempt_breaks
+
+    def status(self) -> str:
+        requests = sum(self.chain.seen.values()) + self.chain.unrecognised
+        if self.problems or self.chain.breaks:
+            found = len(self.problems) + len(self.chain.breaks)
+            return f"{found} finding(s) in {requests} requests"
+        if self.exempt_breaks:
+            return f"ok ({len(self.exempt_breaks)} expected header move(s): moves_header)"
+        if self.stale:
+            return f"ok ({requests} requests; moves_header is stale: nothing moved)"
+        return f"ok ({requests} requests)"
+
+
+def find_cassettes(paths: Iterable[Path]) -> list[Path]:
+    """Every cassette at or under `paths`, sorted (hidden and virtualenv folders skipped)."""
+    found: set[Path] = set()
+    for path in paths:
+        if path.is_file():
+            if _is_cassette(path):
+                found.add(path)
+            continue
+        for folder, folders, files in os.walk(path):
+            folders[:] = sorted(
+                name
+                for name in folders
+                if name not in _SKIPPED_FOLDERS and not name.startswith(".")
+            )
+            for name in files:
+                candidate = Path(folder) / name
+                if name.endswith(".json") and _is_cassette(candidate):
+                    found.add(candidate)
+    return sorted(found)
+
+
+def _is_cassette(path: Path) -> bool:
+    """Whether `path` opens as a cassette; only regular files are opened (a FIFO would block,
+    a link to a device never ends)."""
+    if not path.is_file():
+        return False
+    try:
+        with path.open("rb") as handle:
+            return _KIND in handle.read(512)
+    except OSError:
+        return False
+
+
+def captured_of(exchanges: Sequence[Exchange]) -> list[Captured]:
+    """Recorded exchanges as the requests a session captured (what the gate walks)."""
+    return [
+        Captured(
+            number,
+            e.request.method,
+            e.request.url,
+            e.request.headers,
+            e.request.body,
+            split_exchange(e.request.method, e.request.url, e.request.headers, e.request.body),
+            status=e.response.status,
+            source="cassette",
+        )
+        for number, e in enumerate(exchanges, start=1)
+    ]
+
+
+def audit_cassette(path: Path, redaction: Redaction | None = None) -> CassetteAudit:
+    """Read `path` strictly, then check its redaction, secrets and prefix chain."""
+    capture = load_cassette(path)
+    rules = redaction or Redaction()
+    chain = prefix_chain(captured_of(capture.exchanges))
+    for proof in capture.proofs:  # each prove_stable call's first build: a conversation of its own
+        chain.add(prefix_chain(captured_of(proof.exchanges)))
+    audit = CassetteAudit(path, capture, chain)
+    audit.problems += _unredacted(capture, rules)
+    audit.problems += [f"holds {finding.describe()}" for finding in rules.scan(path.read_bytes())]
+    if isinstance(capture.moves_header, str):
+        audit.exempt_breaks, chain.breaks = chain.breaks, []
+    return audit
+
+
+def _exchanges(capture: CaptureFile) -> Iterator[tuple[str, Exchange]]:
+    for number, exchange in enumerate(capture.exchanges, start=1):
+        yield f"exchange {number}", exchange
+    for call, proof in enumerate(capture.proofs, start=1):
+        for number, exchange in enumerate(proof.exchanges, start=1):
+            yield f"prove_stable call {call} exchange {number}", exchange
+
+
+def _unredacted(capture: CaptureFile, rules: Redaction) -> list[str]:
+    problems: list[str] = []
+    for where, exchange in _exchanges(capture):
+        request, response = exchange.request, exchange.response
+        for side, headers in (("request", request.headers), ("response", response.headers)):
+            for (name, value), (_, shown) in zip(headers, rules.header_pairs(headers), strict=True):
+                if shown == REDACTED and value != REDACTED:
+                    problems.append(f"{where}: {side} header {name!r} is not redacted")
+        if rules.url(request.url) != request.url:
+            problems.append(f"{where}: a secret query parameter in the URL is not redacted")
+    return problems
+
+
+# -- harness show -------------------------------------------------------------------------------
+
+
+def summary_lines(path: Path, capture: CaptureFile) -> list[str]:
+    """A cassette in a few lines per request: what `harness show` prints."""
+    lines = [f"{path}: cassette, {len(capture.exchanges)} exchanges, {len(capture.proofs)} proofs"]
+    if isinstance(capture.moves_header, str):
+        lines.append(f"  moves_header: {capture.moves_header}")
+    for number, exchange in enumerate(capture.exchanges, start=1):
+        lines.append("  " + _request_line(number, exchange))
+    for call, proof in enumerate(capture.proofs, start=1):
+        units = ", ".join(proof.units) or "(none)"
+        lines.append(f"  prove_stable call {call}: units {units}")
+        lines += [
+            "    " + _request_line(number, exchange)
+            for number, exchange in enumerate(proof.exchanges, start=1)
+        ]
+    chain = prefix_chain(captured_of(capture.exchanges))
+    lines.append("  " + chain.coverage())
+    return lines
+
+
+def _request_line(number: int, exchange: Exchange) -> str:
+    request = exchange.request
+    captured = captured_of([exchange])[0]
+    head = (
+        f"{number}. {request.method} {captured.host}{captured.path} -> {exchange.response.status}"
+    )
+    split = captured.split
+    if split is None:
+        return f"{head} (no provider)"
+    view = split.view
+    model = next((view.settings[k] for k in ("model", "modelId") if k in view.settings), None)
+    parts = [split.provider] + ([str(model)] if model is not None else [])
+    tools = diff_tools(view.blocks.get("tools", []), []).names_a
+    if tools:
+        shown = ", ".join(tools[:6]) + (f" and {len(tools) - 6} more" if len(tools) > 6 else "")
+        parts.append(f"tools {shown}")
+    conversation = next((view.blocks[n] for n in CONVERSATION_BLOCKS if n in view.blocks), None)
+    if isinstance(conversation, list):
+        parts.append(f"{len(conversation)} messages")
+    parts.append(f"prefix: {split.rule}")
+    usage = _usage(split.provider, exchange)
+    if usage:
+        parts.append(usage)
+    return f"{head}: " + "; ".join(parts)
+
+
+def _usage(provider: str, exchange: Exchange) -> str:
+    """The response's cache signal: tokens read from and written to the cache, a miss reason."""
+    found = None
+    for value in _response_values(exchange):
+        for candidate in (value, _member(value, "message"), _member(value, "response")):
+            usage = cache_usage(provider, candidate) if isinstance(candidate, dict) else None
+            if usage is not None and (usage.read_tokens or usage.written_tokens or found is None):
+                found = usage
+    if found is None:
+        return ""
+    text = f"cache read {found.read_tokens:,}, written {found.written_tokens:,}"
+    return text + (f", miss: {found.miss_reason}" if found.miss_reason else "")
+
+
+def _response_values(exchange: Exchange) -> Iterator[Any]:
+    response = exchange.response
+    if not isinstance(response.json, msgspec.UnsetType):
+        yield response.json
+    if isinstance(response.lines, tuple):
+        yield from sse_events(response.lines)
+
+
+def _member(value: Any, key: str) -> Any:
+    return value.get(key) if isinstance(value, dict) else None
+
+
+def request_of(value: Any) -> HttpRequest | None:
+    """A recorded request as a JSON value (`{"method", "url", "json"}`), if `value` is one."""
+    if isinstance(value, dict) and {"method", "url"} <= set(value) and "json" in value:
+        try:
+            return msgspec.convert(value, HttpRequest)
+        except msgspec.ValidationError:
+            return None
+    return None

@@ -1,0 +1,69 @@
+"""One request a capture transport saw: its exact bytes, and its provider's cache split."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import msgspec
+
+from harness._views import CacheView, RequestSplit
+from harness.providers import split_request
+
+
+@dataclass
+class Captured:
+    """One request the transport saw, with its exact body bytes and its cache split."""
+
+    number: int
+    method: str
+    url: str
+    headers: tuple[tuple[str, str], ...]
+    body: bytes
+    split: RequestSplit | None
+    status: int | None = None
+    source: str = ""  # "cassette", "upstream" or "proof"
+
+    @property
+    def view(self) -> CacheView | None:
+        return None if self.split is None else self.split.view
+
+    @property
+    def path(self) -> str:
+        return urlsplit(self.url).path
+
+    @property
+    def host(self) -> str:
+        return urlsplit(self.url).netloc
+
+    @property
+    def provider(self) -> str | None:
+        return None if self.split is None else self.split.provider
+
+    def json(self) -> Any:
+        try:
+            return msgspec.json.decode(self.body)
+        except msgspec.DecodeError:
+            return None
+
+    def continues_stored(self) -> bool:
+        """A Responses request continuing a stored response: its prefix lives on the server."""
+        body = self.json()
+        return isinstance(body, dict) and ("previous_response_id" in body or "conversation" in body)
+
+
+def split_exchange(
+    method: str, url: str, headers: Sequence[tuple[str, str]], body: bytes
+) -> RequestSplit | None:
+    """The cache split of a request as sent; None for anything but a provider's JSON POST."""
+    if method.upper() != "POST" or not body:
+        return None
+    try:
+        decoded = msgspec.json.decode(body)
+    except msgspec.DecodeError:
+        return None
+    if not isinstance(decoded, dict):
+        return None
+    return split_request(decoded, url=url, headers=headers)

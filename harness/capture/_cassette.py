@@ -1,0 +1,243 @@
+"""The cassette format: a test's HTTP exchanges as recorded, redacted, and where the file lives.
+
+`fixtures/cassettes/<test file>/<test name>.json` holds `CaptureFile`: the test's own requests and
+answers in order, then one `Proof` per `prove_stable` call (the answers its first order got). A
+request keeps its exact body bytes (as parsed JSON when re-encoding it gives them back, which is
+what the SDKs send: readable and diffable), its headers as ordered pairs with secrets redacted,
+and none of the per-machine headers (host, user agent, retries). A response keeps its status,
+headers and body; server-sent events are kept as lines.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections.abc import Iterator, Sequence
+from pathlib import Path, PurePosixPath
+from typing import Any, Final
+
+import msgspec
+
+from harness._errors import UnsafeName
+from harness._files import Versioned, read
+from harness._paths import file_name_for, safe_component
+from harness._secrets import Redaction, redact_text
+
+__all__ = [
+    "FRAMING",
+    "CaptureFile",
+    "Exchange",
+    "HttpRequest",
+    "HttpResponse",
+    "Proof",
+    "all_exchanges",
+    "cassette_path_for",
+    "load_cassette",
+    "redacted",
+    "request_record",
+    "response_record",
+    "secret_values",
+]
+
+
+class HttpRequest(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """A request as stored: redacted headers as ordered pairs, and the exact body.
+
+    The body is in exactly one of: `json` (the parsed body, when re-encoding it compactly gives
+    back the exact bytes sent, which is what the SDKs send: readable and diffable), `text` (UTF-8
+    that is not such JSON) or `base64`.
+    """
+
+    method: str
+    url: str
+    headers: tuple[tuple[str, str], ...] = ()
+    json: Any | msgspec.UnsetType = msgspec.UNSET
+    text: str | msgspec.UnsetType = msgspec.UNSET
+    base64: str | msgspec.UnsetType = msgspec.UNSET
+
+    @property
+    def body(self) -> bytes:
+        return _body_bytes(self.json, self.text, msgspec.UNSET, self.base64)
+
+
+class HttpResponse(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """A response as stored. Server-sent events are kept as `lines` (joined by "\\n")."""
+
+    status: int
+    headers: tuple[tuple[str, str], ...] = ()
+    json: Any | msgspec.UnsetType = msgspec.UNSET
+    text: str | msgspec.UnsetType = msgspec.UNSET
+    lines: tuple[str, ...] | msgspec.UnsetType = msgspec.UNSET
+    base64: str | msgspec.UnsetType = msgspec.UNSET
+
+    @property
+    def body(self) -> bytes:
+        return _body_bytes(self.json, self.text, self.lines, self.base64)
+
+
+class Exchange(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    request: HttpRequest
+    response: HttpResponse
+
+
+class Proof(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """The exchanges of the first build of one `prove_stable` call (identity order).
+
+    Every other order of that call is answered from them by position, so a shuffled build gets
+    the same answers and only its request bytes can differ.
+    """
+
+    units: tuple[str, ...] = ()
+    exchanges: tuple[Exchange, ...] = ()
+
+
+class CaptureFile(Versioned, frozen=True, kw_only=True, tag="harness/capture"):
+    """A cassette: the test's requests and answers in order, then one entry per prove_stable.
+
+    `moves_header` is the reason of the test's `moves_header` marker, written so that
+    `harness check` honours the exemption too (absent when the test has none).
+    """
+
+    exchanges: tuple[Exchange, ...] = ()
+    proofs: tuple[Proof, ...] = ()
+    moves_header: str | msgspec.UnsetType = msgspec.UNSET
+
+
+# Transport framing: the stored body is decoded, so these would lie on replay.
+FRAMING: Final = frozenset(
+    {"content-length", "content-encoding", "transfer-encoding", "connection"}
+)
+# Per-machine and per-attempt request headers: dropped so a re-record elsewhere is identical.
+_VOLATILE_REQUEST: Final = frozenset(
+    {"host", "user-agent", "accept-encoding", "connection", "content-length", "idempotency-key"}
+)
+
+
+def request_record(
+    method: str, url: str, headers: Sequence[tuple[str, str]], body: bytes
+) -> HttpRequest:
+    """A request as the cassette stores it (not yet redacted: `redacted` does that)."""
+    kept = tuple((name, value) for name, value in headers if not _volatile_request_header(name))
+    return HttpRequest(method=method, url=url, headers=kept, **_body_fields(body, sse=False))
+
+
+def response_record(status: int, headers: Sequence[tuple[str, str]], body: bytes) -> HttpResponse:
+    kept = tuple((name.lower(), value) for name, value in headers if name.lower() not in FRAMING)
+    content_type = next((value for key, value in kept if key == "content-type"), "")
+    return HttpResponse(
+        status=status,
+        headers=kept,
+        **_body_fields(body, sse=content_type.startswith("text/event-stream")),
+    )
+
+
+def all_exchanges(capture: CaptureFile) -> Iterator[Exchange]:
+    yield from capture.exchanges
+    for proof in capture.proofs:
+        yield from proof.exchanges
+
+
+def redacted(capture: CaptureFile, redaction: Redaction) -> CaptureFile:
+    """The cassette with secret headers and query parameters replaced by `[redacted]`."""
+
+    def one(exchange: Exchange) -> Exchange:
+        request = msgspec.structs.replace(
+            exchange.request,
+            url=redaction.url(exchange.request.url),
+            headers=redaction.header_pairs(exchange.request.headers),
+        )
+        response = msgspec.structs.replace(
+            exchange.response, headers=redaction.header_pairs(exchange.response.headers)
+        )
+        return Exchange(request, response)
+
+    return CaptureFile(
+        exchanges=tuple(one(e) for e in capture.exchanges),
+        proofs=tuple(
+            Proof(units=p.units, exchanges=tuple(one(e) for e in p.exchanges))
+            for p in capture.proofs
+        ),
+        moves_header=capture.moves_header,
+    )
+
+
+def secret_values(capture: CaptureFile, redaction: Redaction) -> list[str]:
+    """The values of the headers `redaction` hides, to look for anywhere else in the file."""
+    values: list[str] = []
+    for exchange in all_exchanges(capture):
+        values += redaction.secret_values(exchange.request.headers)
+        values += redaction.secret_values(exchange.response.headers)
+    return values
+
+
+def load_cassette(path: Path) -> CaptureFile:
+    """Read a cassette strictly (a `FixtureError` names the file and the problem)."""
+    return read(path, CaptureFile)
+
+
+def cassette_path_for(root: Path, nodeid: str) -> Path:
+    """`root/<test file path without .py>/<test name>.json` for a pytest node id.
+
+    Parts that are not safe file names (parametrize ids with brackets, say) become a safe slug
+    with a short hash (`harness._paths.file_name_for`), so two tests never share a cassette.
+    """
+    file_part, _, test_part = nodeid.partition("::")
+    folder = Path(root)
+    pure = PurePosixPath(file_part.replace("\\", "/"))
+    parts = [*pure.parent.parts, pure.stem] if pure.suffix == ".py" else list(pure.parts)
+    for part in parts:
+        if part in ("", ".", "/"):
+            continue
+        folder = folder / _safe(part)
+    name = test_part.replace("::", ".") or "module"
+    return folder / f"{_safe(name)}.json"
+
+
+_HASHED = re.compile(r".+-[0-9a-f]{10}")
+
+
+def _safe(name: str) -> str:
+    # A safe name that looks like a hashed one goes through the hash too, so a folder literally
+    # named like another's hashed name cannot share its cassettes. A name holding a secret (a
+    # parametrize id) does too: `file_name_for` keeps only a redacted slug and a short hash.
+    if _HASHED.fullmatch(name) or redact_text(name) != name:
+        return file_name_for(name)
+    try:
+        return safe_component(name)
+    except UnsafeName:
+        return file_name_for(name)
+
+
+def _volatile_request_header(name: str) -> bool:
+    lower = name.lower()
+    return lower in _VOLATILE_REQUEST or lower.startswith("x-stainless-")
+
+
+def _body_fields(data: bytes, *, sse: bool) -> dict[str, Any]:
+    if not data:
+        return {}
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return {"base64": base64.b64encode(data).decode("ascii")}
+    if sse and "\r" not in text:
+        return {"lines": tuple(text.split("\n"))}
+    try:
+        value = msgspec.json.decode(data)
+    except msgspec.DecodeError:
+        return {"text": text}
+    if msgspec.json.encode(value) == data:
+        return {"json": value}
+    return {"text": text}
+
+
+def _body_bytes(json: Any, text: Any, lines: Any, b64: Any) -> bytes:
+    if not isinstance(json, msgspec.UnsetType):
+        return msgspec.json.encode(json)
+    if isinstance(text, str):
+        return text.encode("utf-8")
+    if isinstance(lines, tuple | list):
+        return "\n".join(lines).encode("utf-8")
+    if isinstance(b64, str):
+        return base64.b64decode(b64)
+    return b""

@@ -1,0 +1,142 @@
+"""A project's capture settings, set once in a conftest: `harness_capture_config`.
+
+Like pytest-recording's `vcr_config`, the fixture returns a dict (or a `CaptureConfig`), and a
+`@pytest.mark.header_capture(...)` marker may override its keys for one test:
+
+    @pytest.fixture
+    def harness_capture_config():
+        return {
+            "redact_headers": ["x-tenant-token"],   # also written as [redacted]
+            "redact_query": ["session"],            # query parameters, the same
+            "secret_patterns": [r"acme_live_[0-9a-f]{32}"],  # fail a recording that holds one
+            "allow": ["sk-test-not-a-key"],         # known fake values the scan accepts
+            "matcher": "exact_body",                # or "cache_view" (default), or a Matcher
+            "hosts": ["llm.internal:8080"],         # capture these hosts too ("*": every host)
+            "ignore_hosts": ["api.openai.com"],     # and let these through untouched
+            "prefix_chain": True,                   # the prefix-chain gate (on by default)
+        }
+
+Redaction adds to the defaults, never replaces them: a project cannot switch off the redaction
+of `authorization` by forgetting it. An unknown key, or a value of the wrong type, is a
+`UsageError` that lists the valid keys.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+from harness._errors import UsageError
+from harness._secret_shapes import SECRET_PATTERNS, SecretPattern
+from harness._secrets import DEFAULT_SECRET_HEADERS, DEFAULT_SECRET_QUERY, Redaction
+from harness.capture._matching import Matcher, matcher_named
+from harness.providers._base import host_matches
+from harness.providers._registry import recognised_host
+
+__all__ = ["CaptureConfig"]
+
+
+@dataclass(frozen=True)
+class CaptureConfig:
+    """Extra redaction, the matcher, the hosts to capture, and the prefix-chain gate."""
+
+    redact_headers: frozenset[str] = frozenset()
+    redact_query: frozenset[str] = frozenset()
+    secret_patterns: tuple[re.Pattern[str], ...] = ()
+    allow: frozenset[str] = frozenset()
+    matcher: Matcher | None = None
+    hosts: tuple[str, ...] = ()
+    ignore_hosts: tuple[str, ...] = ()
+    prefix_chain: bool = True
+
+    @classmethod
+    def of(cls, value: object, *, where: str = "harness_capture_config") -> CaptureConfig:
+        """A config from what the fixture returned: None, a `CaptureConfig` or a dict."""
+        if value is None:
+            return cls()
+        if isinstance(value, CaptureConfig):
+            return value
+        if not isinstance(value, Mapping):
+            raise UsageError(
+                f"{where} must return a dict (or a harness.capture.CaptureConfig),"
+                f" not {type(value).__name__}"
+            )
+        return cls().updated(value, where=where)
+
+    def updated(self, options: Mapping[str, Any], *, where: str) -> CaptureConfig:
+        """This config with the keys of `options` replaced (a marker's overrides)."""
+        valid = [f.name for f in fields(self)]
+        changes: dict[str, Any] = {}
+        for key, value in options.items():
+            if key not in valid:
+                raise UsageError(
+                    f"{where}: unknown key {key!r}; the valid keys are {', '.join(valid)}"
+                )
+            changes[key] = _parsed(key, value, where)
+        return replace(self, **changes)
+
+    def redaction(self) -> Redaction:
+        """The default redaction plus this config's additions."""
+        extra = tuple(
+            SecretPattern(
+                kind=f"a match of the pattern {pattern.pattern!r} (harness_capture_config)",
+                regex=pattern,
+            )
+            for pattern in self.secret_patterns
+        )
+        return Redaction(
+            headers=DEFAULT_SECRET_HEADERS | self.redact_headers,
+            query=DEFAULT_SECRET_QUERY | self.redact_query,
+            patterns=(*SECRET_PATTERNS, *extra),
+            allow=self.allow,
+        )
+
+    def captures(self, host: str) -> bool:
+        """Whether requests to `host` go through the capture session when intercepting."""
+        if any(host_matches(pattern, host) for pattern in self.ignore_hosts):
+            return False
+        return recognised_host(host) or any(host_matches(p, host) for p in self.hosts)
+
+
+def _strings(key: str, value: Any, where: str) -> tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise UsageError(f"{where}: {key} takes a list of strings, not {value!r}")
+    items = tuple(value)
+    if not all(isinstance(item, str) and item for item in items):
+        raise UsageError(f"{where}: {key} takes a list of non-empty strings, not {value!r}")
+    return items
+
+
+def _parsed(key: str, value: Any, where: str) -> Any:
+    if key in ("redact_headers", "redact_query"):
+        return frozenset(item.lower() for item in _strings(key, value, where))
+    if key == "allow":
+        return frozenset(_strings(key, value, where))
+    if key in ("hosts", "ignore_hosts"):
+        return tuple(item.lower() for item in _strings(key, value, where))
+    if key == "secret_patterns":
+        if isinstance(value, str | re.Pattern) or not isinstance(value, Iterable):
+            raise UsageError(f"{where}: secret_patterns takes a list of regular expressions")
+        patterns = []
+        for item in value:
+            try:
+                patterns.append(item if isinstance(item, re.Pattern) else re.compile(item))
+            except (re.error, TypeError) as error:
+                raise UsageError(
+                    f"{where}: secret_patterns: {item!r} is not a pattern ({error})"
+                ) from None
+        return tuple(patterns)
+    if key == "matcher":
+        if value is None or isinstance(value, Matcher):
+            return value
+        if isinstance(value, str):
+            return matcher_named(value)
+        raise UsageError(
+            f"{where}: matcher takes a matcher name or an object with"
+            f" matches(recorded, live, redaction), not {value!r}"
+        )
+    if not isinstance(value, bool):
+        raise UsageError(f"{where}: {key} takes True or False, not {value!r}")
+    return value

@@ -1,0 +1,114 @@
+"""Intercept every httpx and httpx2 client while a capture session is active, code untouched.
+
+Frameworks make their own HTTP clients (pydantic-ai's providers, openai-agents, LangChain's chat
+models, an agent that calls `anthropic.Anthropic()` itself), so a test cannot hand each one a
+capture client. Like vcrpy and pytest-recording, the capture patches the HTTP layer for the
+duration of a test instead; unlike vcrpy, which replaces each transport class's
+`handle_request`, it patches the one method every client asks for each request's transport:
+`Client._transport_for_url` and `AsyncClient._transport_for_url`, of `httpx2` and of plain
+`httpx` (whichever are installed). That reaches clients made before or during the test, sync and
+async, with their own transports, mounts and proxies, subclasses included (the SDKs' wrappers).
+
+For a URL whose host some provider answers on (`harness.providers`), or that the session's
+config adds (`hosts`), the patched method returns a capture transport bound to the active
+session; what it forwards goes to the session's upstream (`harness_upstream`) or else to the
+client's own transport (the network, a proxy, or a mock the code set up). Every other host gets
+the client's own transport untouched. A client already built on a capture transport is left
+alone, so a request is never captured twice.
+
+The patches are installed when the first session starts intercepting and removed, originals
+restored, when the last one stops, also when the test fails. Sessions nest (the innermost one
+captures); the active sessions are process-wide, not per thread, because frameworks send from
+worker threads that would not see a context variable.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Final
+
+from harness._errors import UsageError
+from harness.capture._transport import capture_transport, installed_libraries, missing_library
+
+if TYPE_CHECKING:
+    from harness.capture._config import CaptureConfig
+    from harness.capture._session import CaptureSession
+
+__all__ = ["active_session", "intercepting"]
+
+_PATCHED: Final = "_transport_for_url"
+
+_lock = threading.RLock()
+_active: list[tuple[CaptureSession, CaptureConfig]] = []
+_originals: dict[type[Any], Any] = {}
+
+
+def active_session() -> CaptureSession | None:
+    """The session that captures intercepted requests now (the innermost), if any."""
+    with _lock:
+        return _active[-1][0] if _active else None
+
+
+@contextmanager
+def intercepting(session: CaptureSession, config: CaptureConfig) -> Iterator[CaptureSession]:
+    """While inside, every httpx/httpx2 client sends the hosts `config` captures via `session`."""
+    with _lock:
+        if not _active:
+            _install()
+        _active.append((session, config))
+    try:
+        yield session
+    finally:
+        with _lock:
+            for index in range(len(_active) - 1, -1, -1):
+                if _active[index][0] is session:
+                    del _active[index]
+                    break
+            if not _active:
+                _uninstall()
+
+
+def _libraries() -> list[Any]:
+    """The installed HTTP libraries; with neither, nothing could be captured: one line on what
+    to install, rather than a test that passes having captured nothing."""
+    names = installed_libraries()
+    if not names:
+        raise UsageError(missing_library())
+    return [importlib.import_module(name) for name in names]
+
+
+def _install() -> None:
+    for module in _libraries():
+        for kind in (module.Client, module.AsyncClient):
+            if kind in _originals:  # httpx aliased to httpx2: the same classes
+                continue
+            original = kind.__dict__[_PATCHED]
+            _originals[kind] = original
+            setattr(kind, _PATCHED, _patched(module, original))
+
+
+def _uninstall() -> None:
+    for kind, original in _originals.items():
+        setattr(kind, _PATCHED, original)
+    _originals.clear()
+
+
+def _patched(module: Any, original: Any) -> Any:
+    def _transport_for_url(client: Any, url: Any) -> Any:
+        transport = original(client, url)
+        with _lock:
+            current = _active[-1] if _active else None
+        if current is None or getattr(transport, "capture_session", None) is not None:
+            return transport
+        session, config = current
+        host = url.host if url.port is None else f"{url.host}:{url.port}"
+        if not config.captures(host):
+            return transport
+        return capture_transport(session, module, upstream=transport)
+
+    _transport_for_url.__doc__ = original.__doc__
+    _transport_for_url.__wrapped__ = original  # type: ignore[attr-defined]
+    return _transport_for_url

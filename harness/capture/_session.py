@@ -1,0 +1,439 @@
+"""The capture session: one test's requests, answered from its cassette or an upstream, recorded.
+
+A `CaptureSession` hands out HTTP clients whose transport (`harness.capture._transport`) records
+each request's exact body bytes and asks the session what to do: answer from the cassette
+(replay, no network) or forward to the upstream (record). The session is sans-I/O: `receive`
+decides, `complete` records what the upstream answered, so sync and async clients share it all.
+
+Nothing reaches a file without redaction: secret headers and query parameters are replaced by
+`[redacted]`, then the bytes about to be written are scanned for key-shaped strings (and for the
+values of the redacted headers), and so is what each body says once decoded
+(`harness._body_text`: decompressed, base64 and JSON escapes undone, streamed deltas joined); a
+hit raises `SecretLeak` so nothing is written at all. The
+session never writes a file itself: `finish()` returns the files for the caller (the pytest
+plugin, on the controller process) to write.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import msgspec
+
+from harness._body_text import scan_exchanges
+from harness._ci import Mode
+from harness._errors import CaptureError, CassetteMissing, CassetteSecretLeak
+from harness._files import encode, read
+from harness._secrets import Redaction
+from harness._views import CacheView
+from harness.capture._captured import Captured, split_exchange
+from harness.capture._cassette import (
+    CaptureFile,
+    Exchange,
+    HttpRequest,
+    HttpResponse,
+    Proof,
+    all_exchanges,
+    redacted,
+    request_record,
+    response_record,
+    secret_values,
+)
+from harness.capture._config import CaptureConfig
+from harness.capture._matching import (
+    CacheViewMatcher,
+    Matcher,
+    describe_mismatch,
+    positions,
+    same_route,
+)
+from harness.capture._prefix import PrefixBreak, PrefixBroken, PrefixChain, prefix_chain
+from harness.capture._proof import ProofRun, ProofState, Ticket
+
+__all__ = ["CaptureSession", "Finished"]
+
+
+class Finished(NamedTuple):
+    """What `CaptureSession.finish` hands back: files to write, and prefix-break findings."""
+
+    files: list[tuple[Path, bytes]]
+    prefix_breaks: list[PrefixBreak]
+
+
+class CaptureSession:
+    """Hands out HTTP clients that capture every request and answer it (see the module doc).
+
+    Modes: `check` replays the cassette and fails on any request that does not match its
+    recorded place (never writes); `record` forwards every request to the upstream and rewrites
+    the cassette; `update` answers from the cassette by position and rewrites the request bytes
+    (so a deliberate header change needs no live model), forwarding only requests beyond the
+    recording; `update-new-only` checks what is recorded and records only what is not.
+    Without a cassette path or a recording the session just forwards and captures.
+    """
+
+    def __init__(
+        self,
+        *,
+        cassette: Path | None = None,
+        mode: str = "record",
+        writes_allowed: bool = True,
+        upstream: object | None = None,
+        recorded: CaptureFile | None = None,
+        redaction: Redaction | None = None,
+        matcher: Matcher | None = None,
+        record_hint: str = "record it: run the tests in record or update-new-only mode",
+        config: CaptureConfig | None = None,
+    ) -> None:
+        wanted = Mode.parse(mode, what="capture mode")
+        self.config = config or CaptureConfig()
+        self.cassette = cassette
+        self.mode: str = wanted.value if writes_allowed else Mode.CHECK.value
+        self.writes_allowed = writes_allowed
+        self.upstream = upstream
+        self.redaction = redaction or self.config.redaction()
+        self.matcher: Matcher = matcher or self.config.matcher or CacheViewMatcher()
+        self.record_hint = record_hint
+        self.moves_header: str | None = None
+        self.errors: list[CaptureError] = []
+        self.notes: list[str] = []
+        if not writes_allowed and wanted.writes:
+            self.notes.append(f"capture mode {mode} ran as check: writes are not allowed here")
+        self.lock = threading.RLock()
+        self._recorded = recorded
+        if (
+            recorded is None
+            and cassette is not None
+            and self.mode != "record"
+            and cassette.exists()
+        ):
+            self._recorded = read(cassette, CaptureFile)
+        self._requests: list[Captured] = []
+        self._out: list[Exchange] = []
+        self._used: set[int] = set()
+        self._positions: dict[tuple[str, str], int] = {}
+        self._appended = False
+        self._boundaries: list[int] = []
+        self._proofs: list[ProofState] = []
+        self._default_upstreams: dict[tuple[str, bool], object] = {}
+        if self.mode == "update-new-only" and self._recorded is not None:
+            self._out = list(self._recorded.exchanges)
+
+    @classmethod
+    def for_test(
+        cls,
+        cassette_path: Path,
+        mode: str,
+        *,
+        writes_allowed: bool,
+        upstream: object | None = None,
+        redaction: Redaction | None = None,
+        matcher: Matcher | None = None,
+        record_hint: str | None = None,
+        config: CaptureConfig | None = None,
+    ) -> CaptureSession:
+        """The session of one test: its cassette, the run's mode, and whether writes may happen."""
+        session = cls(
+            cassette=Path(cassette_path),
+            mode=mode,
+            writes_allowed=writes_allowed,
+            upstream=upstream,
+            redaction=redaction,
+            matcher=matcher,
+            config=config,
+        )
+        if record_hint:
+            session.record_hint = record_hint
+        return session
+
+    # -- clients --------------------------------------------------------------------------------
+
+    def transport(self) -> Any:
+        """An `httpx2` transport (sync and async) for `httpx2.Client(transport=...)`."""
+        from harness.capture._transport import transport_for
+
+        return transport_for(self, "httpx2")
+
+    def httpx_transport(self) -> Any:
+        """The same for plain `httpx` clients (needs the `httpx` package)."""
+        from harness.capture._transport import transport_for
+
+        return transport_for(self, "httpx")
+
+    def httpx2_client(self, **kwargs: Any) -> Any:
+        """An `httpx2.Client` for `anthropic.Anthropic(http_client=...)` / `openai.OpenAI`."""
+        from harness.capture._transport import client_for
+
+        return client_for(self, "httpx2", asynchronous=False, **kwargs)
+
+    def httpx2_async_client(self, **kwargs: Any) -> Any:
+        from harness.capture._transport import client_for
+
+        return client_for(self, "httpx2", asynchronous=True, **kwargs)
+
+    def httpx_client(self, **kwargs: Any) -> Any:
+        """A plain `httpx.Client` (the openai SDK accepts one; the anthropic SDK does not)."""
+        from harness.capture._transport import client_for
+
+        return client_for(self, "httpx", asynchronous=False, **kwargs)
+
+    def httpx_async_client(self, **kwargs: Any) -> Any:
+        from harness.capture._transport import client_for
+
+        return client_for(self, "httpx", asynchronous=True, **kwargs)
+
+    @contextmanager
+    def intercept(self) -> Iterator[CaptureSession]:
+        """While inside, every `httpx`/`httpx2` client, made before or during the block, sends
+        requests to the hosts a provider answers on (and the config's `hosts`) through this
+        session; other hosts pass through untouched. See `harness.capture._intercept`."""
+        from harness.capture._intercept import intercepting
+
+        with intercepting(self, self.config):
+            yield self
+
+    # -- what was captured ----------------------------------------------------------------------
+
+    @property
+    def requests(self) -> list[Captured]:
+        """The test's own requests in order (prove_stable builds are kept apart)."""
+        with self.lock:
+            return list(self._requests)
+
+    def views(self) -> list[CacheView]:
+        """The cache views of the recognised requests, in order."""
+        return [r.split.view for r in self.requests if r.split is not None]
+
+    def new_conversation(self) -> None:
+        """Requests from here on start another conversation: no prefix check across the line."""
+        with self.lock:
+            self._boundaries.append(len(self._requests))
+
+    def prefix_chain(self) -> PrefixChain:
+        """The prefix-chain gate over the test's requests: breaks and coverage, per endpoint."""
+        requests = self.requests
+        with self.lock:
+            cuts = sorted({0, *self._boundaries, len(requests)})
+        chain = PrefixChain()
+        for start, end in itertools.pairwise(cuts):
+            chain.add(prefix_chain(requests[start:end]))
+        return chain
+
+    def prefix_breaks(self) -> list[PrefixBreak]:
+        """Every place a request does not extend the cacheable prefix of the one it continues."""
+        return self.prefix_chain().breaks
+
+    def assert_prefix_extends(self) -> None:
+        """Raise `PrefixBroken` unless each request extends the previous one's cacheable prefix.
+
+        A test marked `moves_header(reason=...)` (the plugin sets `moves_header`) passes, and the
+        breaks are kept as notes.
+        """
+        breaks = self.prefix_breaks()
+        if not breaks:
+            return
+        if self.moves_header is not None:
+            self.notes.extend(
+                f"expected header move ({self.moves_header}): {item.to_text().splitlines()[0]}"
+                for item in breaks
+            )
+            return
+        raise PrefixBroken(breaks)
+
+    # -- prove_stable support -------------------------------------------------------------------
+
+    def proving(self, units: Sequence[str]) -> ProofRun:
+        """Start one prove_stable call: its builds get answers by position (see `Proof`)."""
+        with self.lock:
+            number = len(self._proofs)
+            recorded: tuple[Exchange, ...] | None = None
+            known = self._recorded.proofs if self._recorded is not None else ()
+            if self.mode != "record" and number < len(known):
+                recorded = known[number].exchanges or None
+            state = ProofState(number=number, units=tuple(units), recorded=recorded)
+            self._proofs.append(state)
+        return ProofRun(self, state)
+
+    # -- finishing ------------------------------------------------------------------------------
+
+    def finish(self) -> Finished:
+        """The files to write (none in check mode or after a replay error) and the prefix breaks.
+
+        Raises `SecretLeak` (and returns nothing to write) when the cassette would hold a secret.
+        """
+        breaks = self.prefix_breaks()
+        files: list[tuple[Path, bytes]] = []
+        if self.cassette is not None and self.mode != "check" and not self.errors:
+            data = self.encoded()
+            if data is not None:
+                try:
+                    unchanged = self.cassette.read_bytes() == data
+                except OSError:
+                    unchanged = False
+                if not unchanged:
+                    files.append((self.cassette, data))
+        return Finished(files, breaks)
+
+    def cassette_file(self) -> CaptureFile | None:
+        """The cassette this run would write (unredacted, in memory), or None for nothing new."""
+        with self.lock:
+            new_proof = any(state.appended for state in self._proofs)
+            if self.mode == "update-new-only" and not (self._appended or new_proof):
+                return None
+            proofs = [
+                Proof(units=state.units, exchanges=tuple(state.out or state.recorded or ()))
+                for state in self._proofs
+            ]
+            if self.mode == "update-new-only" and self._recorded is not None:
+                proofs += self._recorded.proofs[len(proofs) :]  # never drop what was recorded
+            while proofs and not proofs[-1].exchanges:
+                proofs.pop()
+            if not self._out and not proofs:
+                return None
+            moves = self.moves_header if self.moves_header is not None else msgspec.UNSET
+            return CaptureFile(exchanges=tuple(self._out), proofs=tuple(proofs), moves_header=moves)
+
+    def encoded(self) -> bytes | None:
+        """The exact bytes the cassette file would get: redacted, then scanned for secrets."""
+        capture = self.cassette_file()
+        if capture is None:
+            return None
+        secrets = secret_values(capture, self.redaction)
+        with self.lock:
+            for captured in self._requests:
+                secrets += self.redaction.secret_values(captured.headers)
+        clean = redacted(capture, self.redaction)
+        data = encode(clean)
+        findings = self.redaction.scan(data, sorted(set(secrets)))
+        if not findings:  # what the bodies say once decompressed, unescaped, joined
+            findings = scan_exchanges(all_exchanges(clean), self.redaction, sorted(set(secrets)))
+        if findings:
+            raise CassetteSecretLeak(self.shown(), findings)
+        return data
+
+    def shown(self) -> str:
+        """The cassette's path as messages show it: relative to the working folder if inside."""
+        if self.cassette is None:
+            return "(in memory)"
+        try:
+            return str(self.cassette.resolve().relative_to(Path.cwd().resolve()))
+        except (ValueError, OSError):
+            return str(self.cassette)
+
+    # -- the transport's side (sans I/O) --------------------------------------------------------
+
+    def receive(
+        self, method: str, url: str, headers: Sequence[tuple[str, str]], body: bytes
+    ) -> Ticket:
+        """Decide what happens to one request: an answer from the cassette, or forward it."""
+        with self.lock:
+            proof = next((state for state in self._proofs if state.build is not None), None)
+            split = split_exchange(method, url, headers, body)
+            captured = Captured(len(self._requests) + 1, method, url, tuple(headers), body, split)
+            if proof is not None:
+                try:
+                    return proof.receive(captured, self)
+                except CassetteMissing as error:
+                    if all(str(error) != str(known) for known in self.errors):  # SDK retries
+                        self.errors.append(error)
+                    raise
+            self._requests.append(captured)
+            try:
+                return self._answer(captured)
+            except CaptureError as error:
+                self._requests.pop()  # an unanswered request is not part of the conversation
+                if all(str(error) != str(known) for known in self.errors):  # SDK retries
+                    self.errors.append(error)
+                raise
+
+    def complete(
+        self, ticket: Ticket, status: int, headers: Sequence[tuple[str, str]], body: bytes
+    ) -> HttpResponse:
+        """Record what the upstream answered a forwarded request."""
+        response = response_record(status, headers, body)
+        captured = ticket.captured
+        with self.lock:
+            captured.status = status
+            if not captured.source:
+                captured.source = "upstream"
+            if ticket.store is not None:
+                ticket.store(Exchange(self.request_of(captured), response))
+        return response
+
+    def upstream_for(self, module: Any, *, asynchronous: bool) -> object:
+        """Where forwarded requests go: the session's upstream, else the network through
+        `module`'s (httpx or httpx2) own transport."""
+        if self.upstream is not None:
+            return self.upstream
+        key = (module.__name__, asynchronous)
+        with self.lock:
+            if key not in self._default_upstreams:
+                kind = module.AsyncHTTPTransport if asynchronous else module.HTTPTransport
+                self._default_upstreams[key] = kind()
+            return self._default_upstreams[key]
+
+    def request_of(self, captured: Captured) -> HttpRequest:
+        return request_record(captured.method, captured.url, captured.headers, captured.body)
+
+    def _answer(self, captured: Captured) -> Ticket:
+        recorded = self._recorded.exchanges if self._recorded is not None else ()
+        if self.mode == "record":
+            return Ticket(captured, None, self._out.append)
+        if self.mode == "update":
+            key = (captured.method, captured.path)
+            index = positions(recorded, captured, self._positions.get(key, 0))
+            self._positions[key] = len(recorded) if index is None else index + 1
+            if index is None:
+                return Ticket(captured, None, self._out.append)
+            self._out.append(Exchange(self.request_of(captured), recorded[index].response))
+            captured.source = "cassette"
+            return Ticket(captured, recorded[index].response)
+        index = self._strict_match(recorded, captured)
+        if index is not None:
+            captured.source = "cassette"
+            return Ticket(captured, recorded[index].response)
+        if self.mode == "update-new-only":
+
+            def append(exchange: Exchange) -> None:
+                self._out.append(exchange)
+                self._appended = True
+
+            return Ticket(captured, None, append)
+        where = (
+            f"the cassette {self.shown()} does not exist"
+            if self.cassette is not None and self._recorded is None
+            else f"the cassette {self.shown()} holds no further"
+            f" {captured.method} {captured.path} exchange ({len(recorded)} recorded)"
+        )
+        raise CassetteMissing(
+            f"request {captured.number} ({captured.method} {captured.path}) has no recorded"
+            f" answer: {where}; {self.record_hint}"
+        )
+
+    def _strict_match(self, recorded: Sequence[Exchange], captured: Captured) -> int | None:
+        """The first unused recorded exchange on the same route that the matcher accepts; a
+        CassetteMismatch when there are such exchanges and none matches."""
+        candidates = [
+            index
+            for index in range(len(recorded))
+            if index not in self._used and same_route(recorded[index].request, captured)
+        ]
+        if not candidates:
+            return None
+        for index in candidates:
+            request = recorded[index].request
+            if self.matcher.matches(request, captured, self.redaction):
+                self._used.add(index)
+                if request.body != captured.body:
+                    self.notes.append(
+                        f"request {captured.number}: body bytes differ from the recording outside"
+                        " the cache view (stream, max_tokens, sampling or key order); update"
+                        " mode rewrites them"
+                    )
+                return index
+        first = candidates[0]
+        raise describe_mismatch(first, recorded[first].request, captured, self.shown())

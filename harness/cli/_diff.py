@@ -1,0 +1,157 @@
+"""What `harness diff` compares: requests files, tool pins, cassettes, or request bodies.
+
+Both files are read strictly. Two `harness/requests` files are compared request by request (the
+first that differs, as a cache view: placeholders and message digests compare as they are); two
+tool pins as the tools of their first header; two cassettes exchange by exchange (the test's
+own, then each prove_stable call's), the first request whose cache view differs; two provider
+request bodies (as sent, or a cassette's recorded request with its URL) in their provider's cache
+order, so the report has the provider's verdict and the cost. Anything else is compared as plain
+JSON values. Big files stay cheap: each is read once, and two values over
+`harness.drift._far.FAR` bytes are compared member by member rather than encoded whole (two 50 MB
+bodies: about a second, and the memory of the two values).
+"""
+
+from __future__ import annotations
+
+import gc
+from pathlib import Path
+
+import msgspec
+
+from harness._errors import FixtureError
+from harness._files import decode, read_checked, with_position
+from harness._views import RequestSplit, view_of_header, view_of_request
+from harness.agent._header import Header, LlmConfig
+from harness.capture._audit import request_of
+from harness.capture._cassette import CaptureFile, Exchange
+from harness.drift._compare import compare, compare_values
+from harness.drift._far import FAR
+from harness.drift._report import DriftReport
+from harness.providers import split_request
+from harness.scenarios._formats import RequestsFile, ToolSchemasPin
+
+__all__ = ["diff_files"]
+
+
+_HARNESS_KINDS = ("harness/requests", "harness/tool-schemas", "harness/capture")
+
+
+def _load_json(path: Path) -> tuple[object, bytes | None, int]:
+    """The file decoded as JSON, and its bytes when it is a harness file (decoded again, strictly,
+    as its kind); other files' bytes are let go at once (two 50 MB bodies are big enough)."""
+    data = read_checked(path, missing_hint="check the path")
+    try:
+        value = msgspec.json.decode(data)
+    except msgspec.DecodeError as error:
+        raise FixtureError(path, f"is not valid JSON: {with_position(data, str(error))}") from None
+    except RecursionError:
+        raise FixtureError(path, "nests too deeply to be read") from None
+    kind = value.get("kind") if isinstance(value, dict) else None
+    return value, data if kind in _HARNESS_KINDS else None, len(data)
+
+
+def diff_files(a: Path, b: Path) -> DriftReport:
+    """The drift report from file `a` to file `b`."""
+    collecting = gc.isenabled()
+    gc.disable()  # two big decoded values make every full collection walk millions of objects
+    try:
+        return _diff(a, b)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _diff(a: Path, b: Path) -> DriftReport:
+    (raw_a, data_a, size_a), (raw_b, data_b, size_b) = _load_json(a), _load_json(b)
+    kinds = {x.get("kind") if isinstance(x, dict) else None for x in (raw_a, raw_b)}
+    if kinds == {"harness/requests"} and data_a is not None and data_b is not None:
+        ra = decode(data_a, RequestsFile, a).requests
+        rb = decode(data_b, RequestsFile, b).requests
+        for x, y in zip(ra, rb, strict=False):
+            if msgspec.json.encode(x) != msgspec.json.encode(y):
+                return compare(
+                    view_of_request(x), view_of_request(y), label_a=str(a), label_b=str(b)
+                )
+        return compare_values(len(ra), len(rb), label_a=str(a), label_b=str(b))
+    if kinds == {"harness/tool-schemas"} and data_a is not None and data_b is not None:
+        pa = decode(data_a, ToolSchemasPin, a)
+        pb = decode(data_b, ToolSchemasPin, b)
+        config = LlmConfig("pinned", "pinned")
+        return compare(
+            view_of_header(Header(config=config, tools=pa.initial)),
+            view_of_header(Header(config=config, tools=pb.initial)),
+            label_a=str(a),
+            label_b=str(b),
+        )
+    if kinds == {"harness/capture"} and data_a is not None and data_b is not None:
+        return _diff_cassettes(decode(data_a, CaptureFile, a), decode(data_b, CaptureFile, b), a, b)
+    size = max(size_a, size_b)
+    split_a, split_b = _split_body(raw_a), _split_body(raw_b)
+    if split_a is not None and split_b is not None and size <= FAR:
+        return compare(split_a.view, split_b.view, label_a=str(a), label_b=str(b))
+    report = compare_values(raw_a, raw_b, label_a=str(a), label_b=str(b), decoded=True, size=size)
+    if split_a is not None and split_b is not None:  # the cache view would copy both bodies
+        note = (
+            f"two request bodies over {FAR // (1024 * 1024)} MiB are compared as JSON values,"
+            " member by member, without the provider's cache verdict"
+        )
+        report = msgspec.structs.replace(report, notes=(*report.notes, note))
+    return report
+
+
+def _split_body(value: object) -> RequestSplit | None:
+    """A provider request body (or a recorded request) in its provider's cache order."""
+    recorded = request_of(value)
+    if recorded is not None:
+        body, url, headers = recorded.json, recorded.url, recorded.headers
+    else:
+        body, url, headers = value, None, None
+    if not isinstance(body, dict):
+        return None
+    return split_request(body, url=url, headers=headers)
+
+
+def _diff_cassettes(a: CaptureFile, b: CaptureFile, path_a: Path, path_b: Path) -> DriftReport:
+    def numbered(capture: CaptureFile) -> list[tuple[str, Exchange]]:
+        found = [(f"exchange {i}", e) for i, e in enumerate(capture.exchanges, start=1)]
+        for call, proof in enumerate(capture.proofs, start=1):
+            found += [
+                (f"prove_stable call {call} exchange {i}", e)
+                for i, e in enumerate(proof.exchanges, start=1)
+            ]
+        return found
+
+    left, right = numbered(a), numbered(b)
+    for (where_a, x), (where_b, y) in zip(left, right, strict=False):
+        split_x = split_request_of(x)
+        split_y = split_request_of(y)
+        if split_x is not None and split_y is not None:
+            report = compare(
+                split_x.view,
+                split_y.view,
+                label_a=f"{path_a} {where_a}",
+                label_b=f"{path_b} {where_b}",
+            )
+        else:
+            report = compare_values(
+                msgspec.to_builtins(x.request),
+                msgspec.to_builtins(y.request),
+                label_a=f"{path_a} {where_a}",
+                label_b=f"{path_b} {where_b}",
+            )
+        if not report.identical:
+            return report
+    return compare_values(
+        [where for where, _ in left],
+        [where for where, _ in right],
+        label_a=str(path_a),
+        label_b=str(path_b),
+    )
+
+
+def split_request_of(exchange: Exchange) -> RequestSplit | None:
+    request = exchange.request
+    body = request.json
+    if not isinstance(body, dict):
+        return None
+    return split_request(body, url=request.url, headers=request.headers)

@@ -1,0 +1,134 @@
+"""`harness init`: set up an existing project, without questions, and never overwrite.
+
+The plan is made before anything is written: the pytest configuration (a new `pytest.ini` when
+pytest would find none; an existing one is left as it is and the lines to add are printed in
+its syntax), `<tests>/conftest.py` with `harness_upstream` and `harness_capture_config`, and
+`<tests>/test_prompt_cache.py`, a proof that passes as written. If any file to write exists,
+nothing is written: one line names it (exit 2). Each file is printed, then written atomically;
+`--dry-run` prints and writes nothing. Last come the next three commands to run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness._ci import detect_ci
+from harness._distribution import install_command
+from harness._errors import FixtureError, WriteRefused
+from harness._files import write_atomic
+from harness._paths import refuse_case_twin
+from harness.cli.init._pytest_config import PytestConfig, find_pytest_config, settings_lines
+from harness.cli.init._templates import CONFTEST, PROOF, PROOF_NAME, pytest_ini
+
+__all__ = ["HELP", "InitPlan", "add_arguments", "init_project", "plan_init"]
+
+HELP = (
+    "set up a project: pytest configuration, a conftest with harness_upstream and "
+    "harness_capture_config, and a first proof of stable tool order; never overwrites"
+)
+
+
+def add_arguments(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "path", nargs="?", default=".", help="the project's folder (default: this one)"
+    )
+    command.add_argument(
+        "--tests",
+        default="tests",
+        metavar="DIR",
+        help="the folder for conftest.py and the proof, relative to the project (default tests)",
+    )
+    command.add_argument(
+        "--dry-run", action="store_true", help="print what would be written; write nothing"
+    )
+
+
+@dataclass(frozen=True)
+class InitPlan:
+    """What `harness init` will write into `project`, and the configuration it leaves alone."""
+
+    project: Path
+    files: tuple[tuple[Path, str], ...]
+    existing_config: PytestConfig | None
+    proof: Path
+
+
+def plan_init(project: Path, tests: str = "tests") -> InitPlan:
+    """The files to write; FixtureError (one line naming the file) if one of them exists."""
+    if not project.is_dir():
+        raise FixtureError(
+            project, "is not a folder", "pass the project's folder: harness init PATH"
+        )
+    folder = project / tests
+    if Path(tests).is_absolute() or ".." in Path(tests).parts:
+        raise FixtureError(tests, "is not a folder inside the project", "pass --tests tests/...")
+    config = find_pytest_config(project)
+    files: list[tuple[Path, str]] = []
+    if config is None:
+        files.append((project / "pytest.ini", pytest_ini()))
+    files += [(folder / "conftest.py", CONFTEST), (folder / PROOF_NAME, PROOF)]
+    for path, _ in files:
+        if os.path.lexists(path):
+            raise FixtureError(
+                path,
+                "already exists, and harness init never overwrites a file",
+                "move it aside, or write into a new folder: "
+                "harness init --tests tests/prompt_cache",
+            )
+        refuse_case_twin(path)
+    return InitPlan(project, tuple(files), config, folder / PROOF_NAME)
+
+
+def init_project(
+    project: Path, *, tests: str = "tests", dry_run: bool = False, out: Callable[[str], None]
+) -> int:
+    """Print, then write (unless `dry_run`), what `plan_init` decided; print what to run next."""
+    plan = plan_init(project, tests)
+    if not dry_run and (found := detect_ci()) is not None:
+        raise WriteRefused(
+            f"refusing to write into {project} under CI ({found.describe()}); "
+            "run harness init locally and commit the files"
+        )
+    out(f"harness init: {project.resolve()}{' (dry run: nothing is written)' if dry_run else ''}")
+    _explain_config(plan, out)
+    for path, text in plan.files:
+        out(f"\n--- {path} (new) ---")
+        out(text.rstrip("\n"))
+    out("")
+    for path, text in plan.files:
+        if dry_run:
+            out(f"would write {path}")
+        else:
+            write_atomic(path, text.encode("utf-8"))
+            out(f"wrote {path}")
+    if importlib.util.find_spec("pytest") is None:
+        out(f"\npytest is not installed here; the plugin needs it: {install_command('pytest')}")
+    here = project.resolve() == Path.cwd().resolve()
+    where = "" if here else f" {project}"
+    out("\nnext:")
+    out(f"  pytest {plan.proof}  # passes on the example; then point build_request at your agent")
+    out(
+        f"  pytest --harness-mode=record{where}  # record the tests you mark"
+        " @pytest.mark.header_capture into fixtures/cassettes/"
+    )
+    out(f"  harness check{where}  # the CI gate on the recordings (never writes); commit fixtures/")
+    return 0
+
+
+def _explain_config(plan: InitPlan, out: Callable[[str], None]) -> None:
+    config = plan.existing_config
+    if config is None:
+        out("pytest configuration: none found, so a new pytest.ini (harness init edits no file)")
+        return
+    out(
+        f"pytest configuration: {config.path} {config.section} is in force; harness init "
+        "leaves it as it is. The harness works with its defaults; to set them, add under "
+        f"{config.section}:"
+    )
+    for line in settings_lines(config.syntax):
+        out(f"    {line}")

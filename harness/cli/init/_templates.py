@@ -1,0 +1,162 @@
+"""The files `harness init` writes into a project: the pytest configuration, a conftest, and a
+first proof that the project's tool order is stable.
+
+Each works as written: the conftest's fixtures return the plugin's own defaults (the stand-in
+upstream is there, commented, for recording without an API key), and the proof's example build
+loads tools concurrently, as agents do, and sorts them, so it passes until the user points it at
+their agent. Deleting the sort makes it fail: the example shows the fix, not a toy.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from harness._distribution import DISTRIBUTION
+from harness.cli.init._pytest_config import settings_lines
+
+__all__ = ["CONFTEST", "PROOF", "PROOF_NAME", "pytest_ini"]
+
+PROOF_NAME: Final = "test_prompt_cache.py"
+
+
+def pytest_ini() -> str:
+    """A `pytest.ini` for a project that has no pytest configuration yet."""
+    lines = [
+        f"# Written by `harness init` ({DISTRIBUTION}). Its folder is pytest's rootdir, so the",
+        "# harness's recordings land in the same fixtures/ wherever pytest is started.",
+        "[pytest]",
+        "# the project's own modules importable from tests (from my_agent import build_request)",
+        "pythonpath = .",
+        *settings_lines("ini"),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+CONFTEST: Final = f'''\
+"""Settings of the prompt-cache harness for these tests (written by `harness init`).
+
+The `harness` pytest plugin is active as soon as {DISTRIBUTION} is installed. A test marked
+`@pytest.mark.header_capture` sends every request that any httpx or httpx2 client makes to a
+model provider (so the anthropic and openai SDKs, pydantic-ai, openai-agents, LangChain) through
+a capture session: recorded once into fixtures/cassettes/ (`pytest --harness-mode=record`),
+replayed offline ever after, and failed when the tools or the system prompt move. The two
+fixtures below are its settings for the tests in this folder and below; as written they return
+the plugin's defaults.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+# To record without an API key, answer from a stand-in: uncomment this, and return
+# httpx2.MockTransport(stand_in) from harness_upstream (httpx2 comes with the anthropic and
+# openai SDKs, or with {DISTRIBUTION}[capture]). An OpenAI project answers in its own shape.
+#
+# import httpx2
+#
+#
+# def stand_in(request: httpx2.Request) -> httpx2.Response:
+#     """An Anthropic Messages API answer to any request."""
+#     return httpx2.Response(
+#         200,
+#         json={{
+#             "id": "msg_stand_in",
+#             "type": "message",
+#             "role": "assistant",
+#             "model": "claude-sonnet-4-5",
+#             "content": [{{"type": "text", "text": "Hello from the stand-in."}}],
+#             "stop_reason": "end_turn",
+#             "stop_sequence": None,
+#             "usage": {{"input_tokens": 12, "output_tokens": 6}},
+#         }},
+#     )
+
+
+@pytest.fixture
+def harness_upstream() -> Any:
+    """Where `pytest --harness-mode=record` sends the captured requests. None: the provider's
+    API, with the key the SDK reads (ANTHROPIC_API_KEY, OPENAI_API_KEY)."""
+    return None  # or: return httpx2.MockTransport(stand_in)
+
+
+@pytest.fixture
+def harness_capture_config() -> dict[str, Any]:
+    """The project's capture settings (the keys of harness.capture.CaptureConfig); keyword
+    arguments of @pytest.mark.header_capture(...) override them for one test."""
+    return {{
+        # "redact_headers": ["x-tenant-token"],  # redacted besides the default secret headers
+        # "redact_query": ["session"],  # query parameters to redact
+        # "secret_patterns": [r"acme_live_[0-9a-f]{{32}}"],  # a recording holding one is refused
+        # "allow": ["sk-test-not-a-key"],  # known fake values that look like keys
+        # "matcher": "exact_body",  # which recording answers a request (default "cache_view")
+        # "hosts": ["llm.internal:8080"],  # capture these hosts too
+        # "ignore_hosts": ["api.deepseek.com"],  # let these through untouched
+        # "prefix_chain": False,  # turn off the gate: each request extends the cached prefix
+    }}
+'''
+
+
+PROOF: Final = '''\
+"""The proof that this project's requests keep their bytes, tool order first (written by
+`harness init`).
+
+Provider prompt caches match the request prefix byte for byte, tools first, then the system
+prompt. `prove_stable` runs `build_request` several times (`--harness-shuffle`, default 8) under
+perturbed orders of its own sources of order: asyncio completion, thread pools, folder listings,
+entry points. Different bytes fail the test with the cause, the drift report and the command
+that reproduces it.
+
+Point `build_request` at your agent: import the function that builds one model request and
+return the body it sends (`from my_agent import build_request`), or let it send the request
+through the SDK in a test marked `@pytest.mark.header_capture` (see conftest.py), and
+`prove_stable` judges what was sent. The example below loads tools from three plugins
+concurrently, as agents do, and sorts them before building the request: delete the sort and
+this test fails.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+
+def tool(name: str, description: str) -> dict[str, Any]:
+    schema = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
+    return {"name": name, "description": description, "input_schema": schema}
+
+
+PLUGINS = {
+    "fs": [tool("read_file", "Read a UTF-8 text file."), tool("list_dir", "List a folder.")],
+    "shell": [tool("run", "Run a shell command in the workspace.")],
+    "web": [tool("fetch", "Fetch a web page as text.")],
+}
+
+
+async def load_plugin(name: str) -> list[dict[str, Any]]:
+    await asyncio.sleep(0.001 * len(name))  # an import, or an MCP server's answer
+    return PLUGINS[name]
+
+
+async def build_request() -> dict[str, Any]:
+    """One Anthropic Messages request body, as an agent builds it."""
+    tools: list[dict[str, Any]] = []
+
+    async def register(name: str) -> None:
+        tools.extend(await load_plugin(name))  # in the order the plugins finish loading
+
+    await asyncio.gather(*(register(name) for name in PLUGINS))
+    tools.sort(key=lambda schema: schema["name"])  # the fix: one order, whatever finished first
+    return {
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 1024,
+        "system": "You are a careful assistant for this repository.",
+        "tools": tools,
+        "messages": [{"role": "user", "content": "What changed since yesterday?"}],
+    }
+
+
+def test_tool_order_is_stable(prove_stable: Any) -> None:
+    prove_stable(build_request)
+'''

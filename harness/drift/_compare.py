@@ -1,0 +1,454 @@
+"""The comparator: the drift from one cache view to another, in the providers' own words.
+
+`compare` says which block diverged first, in the providers' cache-miss vocabulary
+(`model_changed`, `tools_changed`, `system_changed`, `messages_changed`), where (a JSON pointer and
+a byte offset into `canonical_bytes` that agree with each other), which tool is there and which
+plugin registered it, how much cached prefix is lost, and a structured diff. `compare_values` does
+the same for any two JSON-able values (session logs, pins), without a cache verdict.
+
+A report never holds a secret: every string in it is redacted (excerpts and clipped values before
+they are cut), so its text, Markdown and JSON forms are safe to print. It is bounded whatever the
+input: names are cut (saying how much), hints look near the first difference only, and the
+structured diff (deepdiff) runs on the smallest part around the first difference that fits
+`DEEPDIFF_INPUT` bytes a side; past that it shows the region around the difference instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+import msgspec
+
+from harness._reasons import (
+    GENERIC,
+    MODEL_CHANGED,
+    TTL_SETTING,
+    Reason,
+    vocabulary_for,
+)
+from harness._secrets import redact_text
+from harness._views import (
+    SETTINGS,
+    UNRECOGNISED,
+    UNRECOGNISED_NOTE,
+    CacheView,
+    document,
+    encode_json,
+    plain,
+    prompt_bytes,
+)
+from harness.drift._far import FAR, encoded_length, far_difference
+from harness.drift._hints import hints_between
+from harness.drift._locate import (
+    around,
+    common_prefix,
+    excerpt,
+    first_byte_difference,
+    pointer_of,
+    resolve,
+    same_encoding,
+    walk,
+)
+from harness.drift._report import DriftReport, Reproduce
+from harness.drift._settings import names_ttl, setting_level, setting_reason, start_of
+from harness.drift._structured import structured_diff
+from harness.drift._tools import (
+    ToolDiff,
+    diff_tools,
+    provenance_of,
+    tool_at,
+    tool_changes,
+    tools_sentence,
+)
+from harness.drift._wording import (
+    ABSENT,
+    bounded,
+    short_encoded,
+    short_member,
+    show_pointer,
+    tokens,
+)
+
+HINT_REACH: Final = 32 * 1024  # characters each side of the first difference hints look at
+POINTER_LIMIT: Final = 2000  # characters of a pointer (a 1 MiB key) a report keeps
+
+
+def compare(
+    a: CacheView,
+    b: CacheView,
+    *,
+    owners: Mapping[str, str | None] | None = None,
+    reproduce: Reproduce | None = None,
+    label_a: str = "expected",
+    label_b: str = "actual",
+) -> DriftReport:
+    """The drift from `a` (expected) to `b` (actual), as a provider's prompt cache sees it.
+
+    Settings are compared first (any difference is `model_changed` and loses every block), then
+    the blocks in `a`'s order followed by blocks only `b` has: the first whose encoding differs is
+    the verdict, and it and every block after it lose their cache. `owners` maps tool names to the
+    plugin that registered them, for provenance.
+    """
+    doc_a, doc_b = document(a), document(b)
+    bytes_a, bytes_b = encode_json(doc_a), encode_json(doc_b)
+    prompt_a, prompt_b = prompt_bytes(doc_a), prompt_bytes(doc_b)
+    if bytes_a == bytes_b:
+        return DriftReport(
+            identical=True,
+            summary=(
+                f"identical: {label_a} and {label_b} encode to the same {len(bytes_a):,} bytes;"
+                f" the whole prefix stays cached ({len(prompt_b):,} prompt bytes,"
+                f" ~{tokens(len(prompt_b)):,} tokens)"
+            ),
+            prefix_bytes_kept=len(prompt_b),
+            tokens_kept=tokens(len(prompt_b)),
+            reproduce=reproduce,
+            notes=_notes(a, b),
+            label_a=label_a,
+            label_b=label_b,
+        )
+
+    offset = first_byte_difference(bytes_a, bytes_b)
+    path = walk(doc_a, doc_b) or []
+    pointer = pointer_of(path)
+    order = _block_order(doc_a, doc_b)
+    settings_a, settings_b = doc_a[SETTINGS], doc_b[SETTINGS]
+    settings_changed = _changed_keys(settings_a, settings_b)
+
+    vocabulary = vocabulary_for(b.provider if b.provider == a.provider else a.provider)
+    changed = [key for key in order if _enc_member(doc_a, key) != _enc_member(doc_b, key)]
+    setting = setting_reason(vocabulary, settings_changed, order)
+    if encode_json(settings_a) != encode_json(settings_b) and setting is None:
+        setting = Reason(MODEL_CHANGED)  # same settings in another key order
+    level = setting_level(setting, order)
+    block: str
+    if setting is not None and (not changed or order.index(changed[0]) >= level):
+        block, kind, verdict = SETTINGS, "settings", setting.word
+        invalidated = tuple(order[level:])
+        kept = min(start_of(doc_a, order, level), first_byte_difference(prompt_a, prompt_b))
+    else:
+        if changed:
+            block = changed[0]
+            kind = _block_kind(block)
+        else:  # same blocks, same contents, another order
+            keys_a = [key for key in doc_a if key != SETTINGS]
+            keys_b = [key for key in doc_b if key != SETTINGS]
+            block = next(x for x, y in zip(keys_a, keys_b, strict=False) if x != y)
+            kind = "block-order"
+        verdict = vocabulary.block(block)
+        if names_ttl(path):
+            kind, verdict = "cache-ttl", vocabulary.setting(TTL_SETTING).word
+        invalidated = tuple(order[order.index(block) :])
+        kept = first_byte_difference(prompt_a, prompt_b)
+    lost = len(prompt_b) - kept
+
+    tools = None
+    tools_a_value, tools_b_value = doc_a.get("tools", ABSENT), doc_b.get("tools", ABSENT)
+    if _enc_member(doc_a, "tools") != _enc_member(doc_b, "tools"):
+        tools = diff_tools(tools_a_value, tools_b_value)
+        if block == "tools":
+            kind = tools.kind
+
+    tool = tool_at(path, tools_a_value, tools_b_value)
+    focus = tool
+    if tools is not None and block == "tools" and kind in ("reorder", "reorder-and-content"):
+        if tools.mismatch is not None and tools.mismatch < len(tools.names_b):
+            focus = tools.names_b[tools.mismatch]
+        if kind == "reorder":
+            tool = focus
+    provenance = provenance_of(owners, focus)
+    tool = bounded(tool) if tool is not None else None
+    focus = bounded(focus) if focus is not None else None
+
+    hint_a, hint_b = _enc_member(doc_a, block), _enc_member(doc_b, block)
+    hints = _hints(
+        hint_a.decode("utf-8", "replace"),
+        hint_b.decode("utf-8", "replace"),
+        differential=bool(hint_a) and bool(hint_b),
+    )
+
+    summary = _summary(
+        verdict=verdict,
+        block=block,
+        kind=kind,
+        pointer=pointer,
+        offset=offset,
+        tool=tool,
+        focus=focus,
+        provenance=provenance,
+        tools=tools,
+        doc_a=doc_a,
+        doc_b=doc_b,
+        settings_changed=settings_changed,
+        lost=lost,
+        labels=(label_a, label_b),
+        invalidated=invalidated,
+        kept_blocks=[key for key in order if key not in invalidated] if invalidated else [],
+    )
+    return _safe(
+        DriftReport(
+            identical=False,
+            verdict=verdict,
+            block=block,
+            invalidated=invalidated,
+            kind=kind,
+            summary=summary,
+            pointer=pointer,
+            offset=offset,
+            context_a=excerpt(bytes_a, offset),
+            context_b=excerpt(bytes_b, offset),
+            tool=tool,
+            settings_changed=tuple(bounded(key) for key in settings_changed),
+            tools_added=tuple(bounded(n) for n in tools.added) if tools else (),
+            tools_removed=tuple(bounded(n) for n in tools.removed) if tools else (),
+            tools_a=tuple(bounded(n) for n in tools.names_a) if tools else (),
+            tools_b=tuple(bounded(n) for n in tools.names_b) if tools else (),
+            prefix_bytes_kept=kept,
+            prefix_bytes_lost=lost,
+            tokens_kept=tokens(kept),
+            tokens_lost=tokens(lost),
+            provenance=provenance,
+            reproduce=reproduce,
+            volatile_hints=hints,
+            deepdiff=structured_diff(doc_a, doc_b, path, max(len(bytes_a), len(bytes_b))),
+            notes=_notes(a, b),
+            label_a=label_a,
+            label_b=label_b,
+        )
+    )
+
+
+def compare_values(
+    a: Any,
+    b: Any,
+    *,
+    label_a: str = "expected",
+    label_b: str = "actual",
+    decoded: bool = False,
+    size: int = 0,
+) -> DriftReport:
+    """The first difference between two JSON-able values (session logs, pins), by encoding.
+
+    There is no cache verdict; `block` is the first segment of the pointer (None at the root).
+    `decoded`: both values came from a JSON decoder already (no copy to plain values needed);
+    `size`: about how many bytes they encode to, when known: over `FAR`, the difference is found
+    member by member (`harness.drift._far`) instead of encoding both values whole.
+    """
+    plain_a, plain_b = (a, b) if decoded else (plain(a), plain(b))
+    if size > FAR:
+        if same_encoding(plain_a, plain_b):
+            return _identical(label_a, label_b, encoded_length(plain_a))
+        offset, context_a, context_b = far_difference(plain_a, plain_b)
+    else:
+        bytes_a, bytes_b = encode_json(plain_a), encode_json(plain_b)
+        if bytes_a == bytes_b:
+            return _identical(label_a, label_b, len(bytes_a))
+        offset = first_byte_difference(bytes_a, bytes_b)
+        context_a, context_b = excerpt(bytes_a, offset), excerpt(bytes_b, offset)
+        size = max(len(bytes_a), len(bytes_b))
+        del bytes_a, bytes_b
+    path = walk(plain_a, plain_b) or []
+    pointer = pointer_of(path)
+    value_a, value_b = resolve(plain_a, path), resolve(plain_b, path)
+    text_a, text_b = _hint_texts(value_a, value_b)
+    if isinstance(value_a, str) and isinstance(value_b, str):  # show where they differ
+        shown_a, shown_b = (_quoted(x) for x in around(value_a, value_b, 50))
+    else:
+        shown_a, shown_b = short_encoded(value_a), short_encoded(value_b)
+    summary = (
+        f"values differ at {show_pointer(bounded(pointer, 300))}, byte {offset}: {label_a} has"
+        f" {shown_a}, {label_b} has {shown_b}"
+    )
+    return _safe(
+        DriftReport(
+            identical=False,
+            block=path[0] if path else None,
+            summary=summary,
+            pointer=pointer,
+            offset=offset,
+            context_a=context_a,
+            context_b=context_b,
+            volatile_hints=_hints(text_a, text_b, differential=bool(text_a) and bool(text_b)),
+            deepdiff=structured_diff(plain_a, plain_b, path, size),
+            label_a=label_a,
+            label_b=label_b,
+        )
+    )
+
+
+def _identical(label_a: str, label_b: str, size: int) -> DriftReport:
+    return DriftReport(
+        identical=True,
+        summary=f"identical: {label_a} and {label_b} encode to the same {size:,} bytes",
+        label_a=label_a,
+        label_b=label_b,
+    )
+
+
+def _quoted(text: str) -> str:
+    return encode_json(text).decode("utf-8", "replace")
+
+
+def _hint_texts(a: Any, b: Any) -> tuple[str, str]:
+    """What hints read of two values: their JSON; of two long strings, only near where they
+    first differ (encoding 50 MB to look at 64 KiB of it would be the slow part)."""
+    if isinstance(a, str) and isinstance(b, str) and len(a) + len(b) > 2 * HINT_REACH:
+        at = common_prefix(a, b)
+        start = max(at - HINT_REACH, 0)
+        a, b = a[start : at + HINT_REACH], b[start : at + HINT_REACH]
+    return tuple(  # type: ignore[return-value]
+        "" if v is ABSENT else encode_json(v).decode("utf-8", "replace") for v in (a, b)
+    )
+
+
+def _notes(*views: CacheView) -> tuple[str, ...]:
+    return (UNRECOGNISED_NOTE,) if any(v.provider == UNRECOGNISED for v in views) else ()
+
+
+def _enc_member(doc: Mapping[str, Any], key: str) -> bytes:
+    return encode_json(doc[key]) if key in doc else b""
+
+
+def _block_order(doc_a: Mapping[str, Any], doc_b: Mapping[str, Any]) -> list[str]:
+    order = [key for key in doc_a if key != SETTINGS]
+    return order + [key for key in doc_b if key != SETTINGS and key not in doc_a]
+
+
+def _changed_keys(a: Any, b: Any) -> tuple[str, ...]:
+    if not (isinstance(a, dict) and isinstance(b, dict)):
+        return ()
+    keys = list(a) + [key for key in b if key not in a]
+    return tuple(key for key in keys if _enc_member(a, key) != _enc_member(b, key))
+
+
+def _block_kind(block: str) -> str:
+    verdict = GENERIC.block(block)
+    if verdict == "system_changed":
+        return "text"
+    if verdict == "messages_changed":
+        return "messages"
+    return "content"
+
+
+def _hints(a_text: str, b_text: str, *, differential: bool) -> tuple[str, ...]:
+    """Volatile-content hints near the first difference (bounded), on redacted text."""
+    if len(a_text) + len(b_text) > 2 * HINT_REACH:
+        at = common_prefix(a_text, b_text)
+        start = max(at - HINT_REACH, 0)
+        a_text, b_text = a_text[start : at + HINT_REACH], b_text[start : at + HINT_REACH]
+    return hints_between(redact_text(a_text), redact_text(b_text), differential=differential)
+
+
+def _safe(report: DriftReport) -> DriftReport:
+    """The report with every string that came from the compared content redacted."""
+    reproduce = report.reproduce
+    if reproduce is not None:
+        reproduce = msgspec.structs.replace(
+            reproduce,
+            order_a=tuple(map(redact_text, reproduce.order_a)),
+            order_b=tuple(map(redact_text, reproduce.order_b)),
+            command=redact_text(reproduce.command) if reproduce.command else reproduce.command,
+        )
+    return msgspec.structs.replace(
+        report,
+        summary=redact_text(report.summary),
+        pointer=bounded(report.pointer, POINTER_LIMIT),
+        block=bounded(report.block, POINTER_LIMIT) if report.block else report.block,
+        context_a=redact_text(report.context_a),
+        context_b=redact_text(report.context_b),
+        provenance=redact_text(report.provenance) if report.provenance else report.provenance,
+        reproduce=reproduce,
+        label_a=redact_text(report.label_a),
+        label_b=redact_text(report.label_b),
+    )
+
+
+def _summary(
+    *,
+    verdict: str,
+    block: str,
+    kind: str,
+    pointer: str,
+    offset: int,
+    tool: str | None,
+    focus: str | None,
+    provenance: str | None,
+    tools: ToolDiff | None,
+    doc_a: Mapping[str, Any],
+    doc_b: Mapping[str, Any],
+    settings_changed: Sequence[str],
+    lost: int,
+    labels: tuple[str, str],
+    invalidated: Sequence[str] = (),
+    kept_blocks: Sequence[str] = (),
+) -> str:
+    place = f"at {show_pointer(pointer)}, byte {offset}"
+    cost = f"{lost:,} cached bytes (~{tokens(lost):,} tokens) lost"
+    label_a, label_b = labels
+    if block not in doc_a or block not in doc_b:
+        where = label_a if block not in doc_a else label_b
+        what = f'the "{block}" block is absent in {where}'
+        if kind in ("added", "removed", "added-and-removed") and tools is not None:
+            what += "; " + tool_changes(tools)
+        return f"{verdict}: {what}, {place}; {cost}"
+    if kind == "settings":
+        changes = [
+            f"{key}: {short_member(doc_a[SETTINGS], key)} -> {short_member(doc_b[SETTINGS], key)}"
+            for key in settings_changed[:3]
+        ]
+        if len(settings_changed) > 3:
+            changes.append(f"{len(settings_changed) - 3} more")
+        detail = "; ".join(changes) if changes else "same settings in another key order"
+        if kept_blocks:
+            return (
+                f"{verdict}: settings changed ({detail}); the {', '.join(kept_blocks)} cache"
+                f" stays, {lost:,} prompt bytes (~{tokens(lost):,} tokens) from the"
+                f" {invalidated[0]} block on lost"
+            )
+        return (
+            f"{verdict}: settings changed ({detail}); the cache key moves, all"
+            f" {lost:,} prompt bytes (~{tokens(lost):,} tokens) lost"
+        )
+    if kind == "block-order":
+        order_a = ", ".join(key for key in doc_a if key != SETTINGS)
+        order_b = ", ".join(key for key in doc_b if key != SETTINGS)
+        return (
+            f"{verdict}: prompt blocks in another order ({label_a}: {order_a};"
+            f" {label_b}: {order_b}) {place}; {cost}"
+        )
+    if tools is not None and block == "tools":
+        return f"{verdict}: {tools_sentence(kind, tool, focus, provenance, tools, pointer)}" + (
+            f", byte {offset}; {cost}"
+        )
+    if kind == "text":
+        position = _text_position(doc_a[block], doc_b[block])
+        return f"{verdict}: system text differs{position} {place}; {cost}"
+    if kind == "messages":
+        return (
+            f"{verdict}: messages differ{_message_position(pointer, doc_a, doc_b)} {place}; {cost}"
+        )
+    return f'{verdict}: block "{block}" differs {place}; {cost}'
+
+
+def _text_position(a: Any, b: Any) -> str:
+    if not (isinstance(a, str) and isinstance(b, str)):
+        return ""
+    index = common_prefix(a, b)
+    line = a.count("\n", 0, index) + 1
+    column = index - (a.rfind("\n", 0, index) + 1) + 1
+    return f" from line {line}, column {column}"
+
+
+def _message_position(pointer: str, doc_a: Mapping[str, Any], doc_b: Mapping[str, Any]) -> str:
+    parts = pointer.split("/")
+    if len(parts) < 3 or not parts[2].isdigit():
+        return ""
+    index = int(parts[2])
+    for doc in (doc_b, doc_a):
+        messages = doc.get(parts[1])
+        if isinstance(messages, list) and index < len(messages):
+            message = messages[index]
+            role = message.get("role") if isinstance(message, dict) else None
+            return f" from message {index}" + (f" ({role})" if isinstance(role, str) else "")
+    return f" from message {index}"

@@ -1,0 +1,172 @@
+"""Hints about volatile content in a header: timestamps, dates, UUIDs, absolute paths, counters.
+
+A header that holds today's date or a per-run id changes on every run, and every run pays full
+price. A hint quotes what it saw and says what to do; with two sides, only what differs is named.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable, Sequence
+from typing import Final, NamedTuple
+
+from harness.drift._wording import clip
+
+_MAX_HINTS: Final = 10
+_MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?"
+_EVERY_RUN = (
+    "volatile content in a header breaks the cache on every run;"
+    " move it into the messages or pin it"
+)
+_EVERY_MACHINE = (
+    "machine-specific content in a header breaks the cache on every other machine and checkout;"
+    " make it relative or pin it"
+)
+
+
+class _Pattern(NamedTuple):
+    noun: str  # with its article: "looks like <noun>"
+    regex: re.Pattern[str]
+    advice: str
+
+
+# In priority order: a span claimed by an earlier pattern is not reported again by a later one.
+_PATTERNS: Final = (
+    _Pattern(
+        "a timestamp",
+        re.compile(
+            r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?"
+        ),
+        _EVERY_RUN,
+    ),
+    _Pattern(
+        "a UUID",
+        re.compile(
+            r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
+        ),
+        _EVERY_RUN,
+    ),
+    _Pattern(
+        "a date",
+        re.compile(
+            rf"\b\d{{4}}-\d{{2}}-\d{{2}}\b|\b\d{{1,2}}/\d{{1,2}}/\d{{4}}\b"
+            rf"|\b{_MONTH} \d{{1,2}},? \d{{4}}\b|\b\d{{1,2}} {_MONTH} \d{{4}}\b"
+        ),
+        _EVERY_RUN,
+    ),
+    _Pattern("a time of day", re.compile(r"\b\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?\b"), _EVERY_RUN),
+    _Pattern("a Unix time", re.compile(r"\b1\d{9}(?:\d{3}|\d{6})?\b"), _EVERY_RUN),
+    _Pattern(
+        "an absolute path",
+        re.compile(
+            r"(?:/home/|/tmp/|/Users/|/var/folders/|/private/var/|/private/tmp/|/root/)"
+            r"[^\s\"'`<>|,;()\[\]{}\\]*"
+            r"|\b[A-Za-z]:(?:\\\\|\\|/)[^\s\"'`<>|,;()\[\]{}]*"
+        ),
+        _EVERY_MACHINE,
+    ),
+    _Pattern(
+        "a hex id",
+        re.compile(r"\b(?=[0-9a-fA-F]*[a-fA-F])(?=[0-9a-fA-F]*\d)[0-9a-fA-F]{16,}\b"),
+        _EVERY_RUN,
+    ),
+)
+_COUNTER_ADVICE = (
+    "a number that changes between runs breaks the cache on every run; derive it"
+    " deterministically or move it into the messages"
+)
+
+
+def volatile_hints(a_text: str, b_text: str = "") -> tuple[str, ...]:
+    """Hints about volatile content: timestamps, dates, times, UUIDs, absolute paths, hex ids.
+
+    With one text, every such thing in it is reported. With two, only what differs between them
+    is (a timestamp present in only one side, say), plus counters: a number at the same place in
+    both texts with another value. Each hint quotes what it saw.
+    """
+    return hints_between(a_text, b_text, differential=bool(b_text))
+
+
+def hints_between(a_text: str, b_text: str, *, differential: bool) -> tuple[str, ...]:
+    """Hints for each text alone, or (`differential`) for what differs between the two."""
+    found_hints: list[str] = []
+    seen: set[str] = set()
+
+    def add(hint: str) -> None:
+        if hint not in seen and len(found_hints) < _MAX_HINTS:
+            seen.add(hint)
+            found_hints.append(hint)
+
+    texts = [(a_text, b_text), (b_text, a_text)] if differential else [(a_text, ""), (b_text, "")]
+    claimed: list[list[tuple[int, int]]] = [[], []]
+    for pattern in _PATTERNS:
+        for side, (text, other) in enumerate(texts):
+            for match in pattern.regex.finditer(text):
+                span = match.span()
+                if _overlaps(span, claimed[side]):
+                    continue
+                claimed[side].append(span)
+                found = match.group()
+                if differential and found in other:
+                    continue
+                add(f'looks like {pattern.noun}: "{clip(found, 80)}" — {pattern.advice}')
+    if differential:
+        for number_a, number_b in _counters(a_text, b_text, claimed[0], claimed[1]):
+            add(
+                f'looks like a counter: "{number_a}" became "{number_b}" at the same place —'
+                f" {_COUNTER_ADVICE}"
+            )
+    return tuple(found_hints)
+
+
+def _overlaps(span: tuple[int, int], spans: Iterable[tuple[int, int]]) -> bool:
+    return any(span[0] < end and start < span[1] for start, end in spans)
+
+
+_NUMBER = re.compile(r"(\d+)")
+
+
+def _counters(
+    a_text: str,
+    b_text: str,
+    claimed_a: Sequence[tuple[int, int]],
+    claimed_b: Sequence[tuple[int, int]],
+) -> list[tuple[str, str]]:
+    """Numbers that differ at the same place: token-level diff of number and non-number runs."""
+    if len(a_text) + len(b_text) > 400_000:
+        return []
+    tokens_a, tokens_b = _NUMBER.split(a_text), _NUMBER.split(b_text)
+    starts_a, starts_b = _starts(tokens_a), _starts(tokens_b)
+    matcher = difflib.SequenceMatcher(None, tokens_a, tokens_b, autojunk=False)
+    found: list[tuple[str, str]] = []
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        if op != "replace" or i2 - i1 != j2 - j1:
+            continue
+        for i, j in zip(range(i1, i2), range(j1, j2), strict=True):
+            x, y = tokens_a[i], tokens_b[j]
+            if not (x.isdigit() and y.isdigit()) or x == y:
+                continue
+            if _in_word(tokens_a, i) or _in_word(tokens_b, j):
+                continue  # "m1" -> "m2" is a name, not a count
+            span_a = (starts_a[i], starts_a[i] + len(x))
+            span_b = (starts_b[j], starts_b[j] + len(y))
+            if _overlaps(span_a, claimed_a) or _overlaps(span_b, claimed_b):
+                continue
+            found.append((x, y))
+    return found
+
+
+def _in_word(tokens: Sequence[str], index: int) -> bool:
+    """Whether the number at `index` is glued to letters (split tokens alternate text, number)."""
+    before = tokens[index - 1] if index > 0 else ""
+    after = tokens[index + 1] if index + 1 < len(tokens) else ""
+    return bool(before[-1:].isalpha() or before[-1:] == "_" or after[:1].isalpha())
+
+
+def _starts(tokens: Sequence[str]) -> list[int]:
+    starts, position = [], 0
+    for token in tokens:
+        starts.append(position)
+        position += len(token)
+    return starts

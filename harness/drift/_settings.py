@@ -1,0 +1,54 @@
+"""Which block a settings change invalidates, in a provider's own vocabulary.
+
+Most settings (the model, the service tier) move the whole cache key; some invalidate only from
+a block on (Anthropic's `tool_choice` and `thinking`: the messages cache). `setting_reason` picks,
+of the changed settings, the one that invalidates the most; `setting_level` says from which
+block; `start_of` where that block starts in the prompt bytes (what a report keeps). A change in
+a cache breakpoint's time to live is its own reason (`names_ttl`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from harness._reasons import MODEL_CHANGED, Reason, Vocabulary
+from harness._views import prompt_bytes
+
+__all__ = ["names_ttl", "setting_level", "setting_reason", "start_of"]
+
+
+def setting_reason(
+    vocabulary: Vocabulary, keys: Sequence[str], order: Sequence[str]
+) -> Reason | None:
+    """The reason for a settings change: of the changed settings, the one that invalidates the
+    most (a whole-key change first); at the same level one the vocabulary names, the model
+    first, then in key order."""
+    ranked = sorted(
+        range(len(keys)),
+        key=lambda i: (
+            setting_level(vocabulary.setting(keys[i]), order),
+            not vocabulary.named(keys[i]),
+            vocabulary.setting(keys[i]).word != MODEL_CHANGED,
+            i,
+        ),
+    )
+    return vocabulary.setting(keys[ranked[0]]) if ranked else None
+
+
+def setting_level(reason: Reason | None, order: Sequence[str]) -> int:
+    """The index in `order` of the first block a setting change invalidates (0: all of them)."""
+    if reason is None or reason.level is None or reason.level not in order:
+        return 0
+    return order.index(reason.level)
+
+
+def start_of(doc: Mapping[str, Any], order: Sequence[str], level: int) -> int:
+    """Where block `order[level]` starts in the document's prompt bytes (what a report keeps)."""
+    before = {key: doc[key] for key in order[:level] if key in doc}
+    return len(prompt_bytes(before)) + (1 if before else 0)
+
+
+def names_ttl(path: Sequence[str]) -> bool:
+    """Whether a difference lies in a cache breakpoint's time to live (`.../cache_control/ttl`)."""
+    return len(path) >= 2 and path[-1] == "ttl" and path[-2] in ("cache_control", "cachePoint")

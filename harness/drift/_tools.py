@@ -1,0 +1,187 @@
+"""The tool-list diff: reorder, content change, additions and removals, and who registered what.
+
+Tools are matched by name (Anthropic's and the harness's `name`, OpenAI Chat's `function.name`,
+Bedrock's `toolSpec.name`, and each of Gemini's `functionDeclarations`); names shared by several
+tools are compared as multisets, so a reorder of same-named tools is still a reorder, not an add
+and a remove. Cache markers in a tool list (Bedrock's `cachePoint` blocks) are not tools.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
+from harness._views import encode_json
+from harness.drift._wording import ABSENT, clip, names, plural, show_pointer
+
+
+class ToolDiff(NamedTuple):
+    names_a: tuple[str, ...]
+    names_b: tuple[str, ...]
+    kind: str
+    added: tuple[str, ...]
+    removed: tuple[str, ...]
+    mismatch: int | None  # first index where the name lists differ
+    changed: tuple[str, ...]  # names on both sides whose content differs
+    places_b: tuple[str, ...] = ()  # the JSON pointer of each of b's tools, when not /tools/N
+
+
+def tool_name(tool: Any) -> str:
+    if isinstance(tool, dict):
+        name = tool.get("name")
+        if isinstance(name, str):
+            return name
+        for wrapper in ("function", "toolSpec"):  # OpenAI Chat Completions, Bedrock Converse
+            inner = tool.get(wrapper)
+            if isinstance(inner, dict) and isinstance(inner.get("name"), str):
+                return str(inner["name"])
+    if isinstance(tool, str):
+        return tool
+    return f"<unnamed {clip(encode_json(tool).decode('utf-8', 'replace'), 40)}>"
+
+
+def diff_tools(a: Any, b: Any) -> ToolDiff:
+    """How the tool list `a` became `b` (either may be ABSENT or not a list at all)."""
+    placed_a, placed_b = _tool_list(a), _tool_list(b)
+    list_a = None if placed_a is None else [tool for _, tool in placed_a]
+    list_b = None if placed_b is None else [tool for _, tool in placed_b]
+    names_a = tuple(tool_name(tool) for tool in list_a or ())
+    names_b = tuple(tool_name(tool) for tool in list_b or ())
+    places_b = tuple(place for place, _ in placed_b or ())
+    if all(place == f"/tools/{i}" for i, place in enumerate(places_b)):
+        places_b = ()
+    mismatch = next(
+        (index for index, (x, y) in enumerate(zip(names_a, names_b, strict=False)) if x != y),
+        None if len(names_a) == len(names_b) else min(len(names_a), len(names_b)),
+    )
+    if list_a is None or list_b is None:  # not a list of tools on one side
+        return ToolDiff(names_a, names_b, "content", (), (), mismatch, (), places_b)
+    counts_a, counts_b = Counter(names_a), Counter(names_b)
+    added = _multiset_minus(names_b, counts_a)
+    removed = _multiset_minus(names_a, counts_b)
+    contents_a, contents_b = _contents(list_a), _contents(list_b)
+    changed = tuple(
+        name
+        for name in dict.fromkeys(names_b)
+        if name in contents_a and contents_a[name] != contents_b[name]
+    )
+    if added or removed:
+        kind = "added-and-removed" if added and removed else "added" if added else "removed"
+    elif names_a == names_b:
+        kind = "content"
+    else:
+        kind = "reorder-and-content" if changed else "reorder"
+    return ToolDiff(names_a, names_b, kind, added, removed, mismatch, changed, places_b)
+
+
+def tool_at(path: Sequence[str], tools_a: Any, tools_b: Any) -> str | None:
+    """The tool at a /tools/N/... pointer: tool N on side b, falling back to side a."""
+    if len(path) < 2 or path[0] != "tools" or not path[1].isdigit():
+        return None
+    index = int(path[1])
+    grouped = len(path) >= 4 and path[2] == _GROUP and path[3].isdigit()
+    for tools in (tools_b, tools_a):
+        if isinstance(tools, list) and index < len(tools):
+            group = tools[index].get(_GROUP) if isinstance(tools[index], dict) else None
+            if grouped and isinstance(group, list) and int(path[3]) < len(group):
+                return tool_name(group[int(path[3])])
+            return tool_name(tools[index])
+    return None
+
+
+def provenance_of(owners: Mapping[str, str | None] | None, name: str | None) -> str | None:
+    if owners is None or name is None:
+        return None
+    owner = owners.get(name)
+    return f'plugin "{owner}"' if owner else None
+
+
+def tools_by_name(doc: Any) -> Any:
+    """Tools keyed by name plus their order, so a structured diff shows a reorder as one change."""
+    if not isinstance(doc, dict):
+        return doc
+    tools = doc.get("tools")
+    if not isinstance(tools, list):
+        return doc
+    found = [t.get("name") if isinstance(t, dict) else None for t in tools]
+    if None in found or len(set(found)) != len(found):
+        return doc  # unnamed or shared names: positions are the only identity
+    keyed = {k: v for k, v in doc.items() if k != "tools"}
+    keyed["tool_order"] = found
+    keyed["tools"] = dict(zip(found, tools, strict=True))
+    return keyed
+
+
+def tools_sentence(
+    kind: str,
+    tool: str | None,
+    focus: str | None,
+    owner: str | None,
+    tools: ToolDiff,
+    at: str,
+) -> str:
+    """What happened to the tools, in one clause of a report's summary."""
+    by = f" (registered by {owner})" if owner else ""
+    if kind in ("reorder", "reorder-and-content") and tools.mismatch is not None:
+        where = f"/tools/{tools.mismatch}"
+        if tools.mismatch < len(tools.places_b):
+            where = tools.places_b[tools.mismatch]
+        out_of_place = f'first out of place: "{focus}"{by} at {where}'
+        if kind == "reorder":
+            return f"tools reordered; {out_of_place}"
+        changed = ", ".join(f'"{name}"' for name in tools.changed[:3])
+        sentence = f"tools reordered and content changed ({changed}); {out_of_place}"
+        if at and not at.startswith(where):
+            sentence += f"; first difference at {at}"
+        return sentence
+    if kind == "content":
+        named = f'tool "{tool}"{by} changed' if tool else "tools changed"
+        return f"{named} (same names, same order) at {show_pointer(at)}"
+    return f"{tool_changes(tools)}{by} at {show_pointer(at)}"
+
+
+def tool_changes(tools: ToolDiff) -> str:
+    parts = []
+    if tools.added:
+        parts.append(f"{plural(len(tools.added), 'tool')} added: {names(tools.added)}")
+    if tools.removed:
+        parts.append(f"{plural(len(tools.removed), 'tool')} removed: {names(tools.removed)}")
+    return "; ".join(parts) if parts else "tools changed"
+
+
+_GROUP = "functionDeclarations"  # Gemini: one tool entry holds a list of functions
+
+
+def _tool_list(value: Any) -> list[tuple[str, Any]] | None:
+    """The tools with their JSON pointers; Gemini's declaration groups opened, markers left out."""
+    if value is ABSENT:
+        return []
+    if not isinstance(value, list):
+        return None
+    found: list[tuple[str, Any]] = []
+    for index, tool in enumerate(value):
+        group = tool.get(_GROUP) if isinstance(tool, dict) else None
+        if isinstance(group, list):
+            found += [(f"/tools/{index}/{_GROUP}/{i}", item) for i, item in enumerate(group)]
+        elif not (isinstance(tool, dict) and set(tool) == {"cachePoint"}):
+            found.append((f"/tools/{index}", tool))
+    return found
+
+
+def _multiset_minus(items: Sequence[str], other: Counter[str]) -> tuple[str, ...]:
+    left = Counter(other)
+    extra: list[str] = []
+    for name in items:
+        if left[name] > 0:
+            left[name] -= 1
+        else:
+            extra.append(name)
+    return tuple(extra)
+
+
+def _contents(tools: Sequence[Any]) -> dict[str, list[bytes]]:
+    contents: dict[str, list[bytes]] = {}
+    for tool in tools:
+        contents.setdefault(tool_name(tool), []).append(encode_json(tool))
+    return {name: sorted(encoded) for name, encoded in contents.items()}

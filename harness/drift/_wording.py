@@ -1,0 +1,109 @@
+"""Small words every part of a drift report shares: clipped values, name lists, plurals, tokens.
+
+Every value quoted from the compared content is redacted before it is cut (a cut key may no
+longer look like one) and bounded: a 1 MiB tool name is shown as its first characters and how
+many more there were. Token counts are an approximation: bytes // 4, the usual rule of thumb
+for English text and JSON (CJK text and long identifiers run denser); they size the loss, they
+do not bill it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final
+
+from harness._reasons import GENERIC
+from harness._secrets import redact_text
+from harness._views import encode_json
+
+BYTES_PER_TOKEN: Final = 4
+NAME_LIMIT: Final = 120  # characters of a tool name, key or label a report shows
+
+# Block keys -> the providers' cache-miss reason (the generic vocabulary of `harness._reasons`;
+# aliases cover the providers' own block names, OpenAI `instructions`/`input`, Gemini
+# `systemInstruction`/`contents`, so a view in a provider's vocabulary gets one of the reasons).
+VERDICTS: Final[dict[str, str]] = dict(GENERIC.blocks)
+
+KIND_TEXT: Final[dict[str, str]] = {
+    "reorder": "same tools, other order",
+    "content": "same tool names in the same order; a tool's content changed",
+    "added": "tools added",
+    "removed": "tools removed",
+    "added-and-removed": "tools added and removed",
+    "reorder-and-content": "same tools in another order, and a tool's content changed",
+    "settings": "a setting that keys the cache changed",
+    "cache-ttl": "a cache breakpoint's time to live changed",
+    "text": "the system text changed",
+    "messages": "the conversation changed",
+    "block-order": "the same blocks in another order",
+}
+
+
+class Absent:
+    """A member one side does not have."""
+
+    def __repr__(self) -> str:
+        return "(absent)"
+
+
+ABSENT: Final = Absent()
+
+
+def tokens(size: int) -> int:
+    return size // BYTES_PER_TOKEN
+
+
+_REACH: Final = 16 * 1024  # how far past a cut a secret that crosses it is looked for
+
+
+def clip(text: str, limit: int) -> str:
+    """`text`, redacted, cut to `limit` characters (the last one an ellipsis)."""
+    text = redact_text(text[: limit + _REACH]) + text[limit + _REACH : limit + _REACH + 1]
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def bounded(text: str, limit: int = NAME_LIMIT) -> str:
+    """`text`, redacted, cut to `limit` characters and saying how many more there were."""
+    if len(text) <= limit:
+        return redact_text(text)
+    shown = redact_text(text[: limit + _REACH])
+    if len(shown) <= limit and len(text) <= limit + _REACH:
+        return shown
+    return f"{shown[:limit]}… (+{len(text) - limit:,} characters)"
+
+
+def short(value: Any) -> str:
+    return clip(str(value), 60)
+
+
+def short_encoded(value: Any) -> str:
+    if value is ABSENT:
+        return "(absent)"
+    if isinstance(value, str) and len(value) > 60 + _REACH:
+        value = value[: 60 + _REACH]  # only its start is shown: encode no more than that
+    return clip(encode_json(value).decode("utf-8", "replace"), 60)
+
+
+def short_member(mapping: Any, key: str) -> str:
+    if not isinstance(mapping, dict) or key not in mapping:
+        return "(absent)"
+    return short_encoded(mapping[key])
+
+
+def names(items: Sequence[str]) -> str:
+    shown = ", ".join(f'"{bounded(name)}"' for name in items[:8])
+    return shown + (f" and {len(items) - 8} more" if len(items) > 8 else "")
+
+
+def plural(count: int, word: str) -> str:
+    return word if count == 1 else word + "s"
+
+
+def words(items: Sequence[str]) -> str:
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def show_pointer(pointer: str) -> str:
+    return pointer if pointer else '"" (the whole value)'

@@ -1,0 +1,165 @@
+"""One run of a build under a `RunPlan`: every ambient source of order perturbed, then undone.
+
+`perturbed(plan)` applies, for the length of the block: the event loop policy (asyncio), the
+thread pool gate (threads), folder listings (filesystem) and distribution discovery (entry
+points), and records what it saw in a `Journal`. Everything is undone when the block ends, also
+when the build raised. The units a test hands in and the reference runtime's load schedule are
+orders the caller applies itself (`RunPlan.arrange`); they are named here for the causes.
+
+`find_cause` answers "which source moved the bytes?": it re-runs the drifting run with one source
+perturbed at a time, in the order of `SOURCES`, and names the first that moves them alone.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+
+from harness.prove.perturb._aio import perturbed_asyncio
+from harness.prove.perturb._journal import Journal, shown
+from harness.prove.perturb._listing import perturbed_entry_points, perturbed_listing
+from harness.prove.perturb._plan import (
+    ASYNCIO,
+    ENTRY_POINTS,
+    FILESYSTEM,
+    LOAD_SCHEDULE,
+    SOURCES,
+    THREADS,
+    UNITS,
+    Mode,
+    RunPlan,
+)
+from harness.prove.perturb._threads import perturbed_threads
+
+__all__ = ["Cause", "find_cause", "perturbed"]
+
+
+@contextmanager
+def perturbed(plan: RunPlan) -> Iterator[Journal]:
+    """Apply `plan` to every ambient source of order while the block runs."""
+    journal = Journal()
+    with ExitStack() as stack:
+        gate = stack.enter_context(perturbed_threads(plan, journal))
+        stack.enter_context(perturbed_asyncio(plan, journal, gate.flush if gate.holds else None))
+        stack.enter_context(perturbed_listing(plan, journal))
+        stack.enter_context(perturbed_entry_points(plan, journal))
+        yield journal
+
+
+@dataclass(frozen=True)
+class Cause:
+    """The source whose order alone moved the bytes, in words a user acts on."""
+
+    source: str | None  # None: no single source; their combination
+    text: str
+    plan: RunPlan
+
+
+def find_cause(
+    plan: RunPlan,
+    differs: Callable[[RunPlan, RunPlan], tuple[Journal, Journal] | None],
+    *,
+    in_play: Sequence[str] = SOURCES,
+    orders: tuple[Sequence[str], Sequence[str]] = ((), ()),
+) -> Cause:
+    """The source whose order alone moves the bytes in `plan`'s run.
+
+    The natural run cannot be the reference here: a real race makes it differ from itself. So
+    each source is tried against a deterministic rest (`RunPlan.neutral`): `differs(reference,
+    candidate)` runs both and returns their journals when the bytes differ, None otherwise.
+    `orders` are the two orders of the handed-in units (or plugins), for the report.
+    """
+    reference = plan.neutral()
+    if differs(reference, reference) is not None:
+        return Cause(None, _UNCONTROLLED, plan)
+    for source in in_play:
+        # The run's own order for the source first; then the canonical order reversed, which
+        # differs from the reference's forward order whenever the source orders two things.
+        for mode in dict.fromkeys((plan.mode, Mode.BACKWARD)):
+            if mode is reference.mode_of(source) or mode is Mode.NATURAL:
+                continue
+            candidate = plan.neutral_except(source, mode)
+            journals = differs(reference, candidate)
+            if journals is not None and _used(source, journals[1]):
+                return Cause(source, describe(source, *journals, orders), candidate)
+    return Cause(
+        None,
+        "none of the perturbed sources moves the bytes alone: a combination of them, or a race"
+        " the proof does not control (real network or thread timing outside a thread pool)",
+        plan,
+    )
+
+
+_UNCONTROLLED = (
+    "a race the proof does not control: two runs with every source in the same order sent"
+    " different bytes (threads outside a pool, real network timing, time or randomness in the"
+    " build)"
+)
+
+
+def _used(source: str, journal: Journal) -> bool:
+    """Whether a run touched `source` at all (a source it never touched cannot be the cause)."""
+    if source in (ASYNCIO, THREADS):
+        return bool(journal.finished_order.get(source))
+    if source in (FILESYSTEM, ENTRY_POINTS):
+        return bool(journal.places.get(source))
+    return True
+
+
+def describe(
+    source: str,
+    reference: Journal,
+    perturbed_journal: Journal,
+    orders: tuple[Sequence[str], Sequence[str]] = ((), ()),
+) -> str:
+    """The cause line for `source`, quoting what a reference run and the drifting run saw."""
+    if source in (UNITS, LOAD_SCHEDULE):
+        what = "registration order of units" if source == UNITS else "plugin load order"
+        first, second = orders
+        return f"{what} ({shown(list(first))} vs {shown(list(second))})"
+    if source in (ASYNCIO, THREADS):
+        what = "asyncio completion order" if source == ASYNCIO else "thread completion order"
+        before = reference.finished_order.get(source, [])
+        after = perturbed_journal.finished_order.get(source, [])
+        before, after = _differing(*_common(before, after))
+        if not before and not after:
+            return what
+        return f"{what} ({shown(before)} vs {shown(after)})"
+    places = perturbed_journal.places.get(source, [])
+    if source == ENTRY_POINTS and len(places) > 1:
+        places = [place for place in places if place != "installed distributions"]
+    what = "filesystem listing order" if source == FILESYSTEM else "entry-point order"
+    if not places:
+        return what
+    return f"{what} ({'; '.join(places[:3])}{'; …' if len(places) > 3 else ''})"
+
+
+def _common(a: list[str], b: list[str]) -> tuple[list[str], list[str]]:
+    """Both orders, keeping only what both runs finished (a client closed by the garbage
+    collector in one run is not part of the race)."""
+    left, right = Counter(a), Counter(b)
+    shared = left & right
+
+    def keep(items: list[str]) -> list[str]:
+        budget = Counter(shared)
+        kept = []
+        for item in items:
+            if budget[item] > 0:
+                budget[item] -= 1
+                kept.append(item)
+        return kept
+
+    return keep(a), keep(b)
+
+
+def _differing(a: list[str], b: list[str]) -> tuple[list[str], list[str]]:
+    """Both orders without their common head and tail (where the runs agree)."""
+    start = 0
+    while start < min(len(a), len(b)) and a[start] == b[start]:
+        start += 1
+    end = 0
+    while end < min(len(a), len(b)) - start and a[len(a) - 1 - end] == b[len(b) - 1 - end]:
+        end += 1
+    return a[start : len(a) - end], b[start : len(b) - end]

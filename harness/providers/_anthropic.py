@@ -1,0 +1,125 @@
+"""Anthropic Messages: tools, then system, then messages; `cache_control` breakpoints.
+
+A change invalidates its level and every level after it. The cacheable prefix ends at the last
+`cache_control` breakpoint (on a tool, a system block or a message content block); with none, the
+tools and system are the prefix (automatic caching), and a top-level `cache_control` makes the
+whole request the prefix. Beta headers (`anthropic-beta`) key the cache, so they are settings.
+Also reached through Vertex (`:rawPredict`) and Bedrock's `/invoke` with `anthropic_version`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+from harness._reasons import Reason, Vocabulary
+from harness._views import CacheView, RequestSplit
+from harness.providers._base import (
+    CacheUsage,
+    breakpoints,
+    integer,
+    member,
+    point_pointer,
+    settings_of,
+    truncate,
+)
+
+ANTHROPIC: Final = "anthropic"
+
+# Per-request bookkeeping: sampling and output limits, streaming, metadata. Everything else that
+# is not prompt text keys the cache (conservative by default).
+_BOOKKEEPING: Final = frozenset(
+    {"stream", "max_tokens", "metadata", "temperature", "top_p", "top_k", "stop_sequences"}
+)
+_PROMPT: Final = frozenset({"tools", "system", "messages", "cache_control"})
+_MARKERS: Final = ("cache_control",)
+
+
+class AnthropicMessages:
+    name = ANTHROPIC
+    hosts = ("api.anthropic.com",)
+    # A change of `tool_choice` or `thinking` invalidates only the messages cache (Anthropic's
+    # prompt caching guide); the model and speed are `model_changed` in its own diagnostics.
+    reasons = Vocabulary(
+        settings={
+            "tool_choice": Reason("tool_choice_changed", "messages"),
+            "thinking": Reason("thinking_changed", "messages"),
+        }
+    )
+
+    def claims(self, body: Mapping[str, Any], url: str | None) -> bool:
+        if url is not None:
+            path = urlsplit(url).path.rstrip("/")
+            if path.endswith(("/messages", ":rawPredict", ":streamRawPredict")):
+                return isinstance(body.get("messages"), list)
+            return "anthropic_version" in body and (path.endswith("/invoke") or "/invoke-" in path)
+        messages = body.get("messages")
+        if not isinstance(messages, list) or "input" in body or "instructions" in body:
+            return False
+        tools = body.get("tools")
+        tool_list = tools if isinstance(tools, list) else []
+        return (
+            "system" in body
+            or "anthropic_version" in body
+            or "thinking" in body
+            or any(isinstance(tool, dict) and "input_schema" in tool for tool in tool_list)
+            or any(_has_tool_block(message) for message in messages)
+        )
+
+    def split(self, body: Mapping[str, Any], headers: Sequence[tuple[str, str]]) -> RequestSplit:
+        settings = settings_of(body, _BOOKKEEPING | _PROMPT)
+        betas = [
+            beta.strip()
+            for name, value in headers
+            if name == "anthropic-beta"
+            for beta in value.split(",")
+            if beta.strip()
+        ]
+        if betas:
+            settings["anthropic-beta"] = betas
+            settings = dict(sorted(settings.items()))
+        blocks = {key: body[key] for key in ("tools", "system", "messages") if key in body}
+        view = CacheView(settings=settings, blocks=blocks, provider=ANTHROPIC)
+        points = breakpoints(blocks, _marked)
+        pointers = tuple(point_pointer(point, "cache_control") for point in points)
+        if "cache_control" in body:  # automatic caching up to the last block
+            return RequestSplit(
+                ANTHROPIC, view, view, "whole-request", "/cache_control", pointers, _MARKERS
+            )
+        if not points:
+            prefix_blocks: dict[str, Any] = {
+                k: blocks[k] for k in ("tools", "system") if k in blocks
+            }
+            prefix = CacheView(settings=settings, blocks=prefix_blocks, provider=ANTHROPIC)
+            return RequestSplit(ANTHROPIC, view, prefix, "automatic", markers=_MARKERS)
+        prefix = CacheView(
+            settings=settings, blocks=truncate(blocks, points[-1]), provider=ANTHROPIC
+        )
+        return RequestSplit(ANTHROPIC, view, prefix, "breakpoint", pointers[-1], pointers, _MARKERS)
+
+    def usage(self, response: Any) -> CacheUsage | None:
+        usage = member(response, "usage")
+        if not isinstance(usage, dict):
+            return None
+        reason = member(response, "diagnostics", "cache_miss_reason", "type")
+        return CacheUsage(
+            ANTHROPIC,
+            read_tokens=integer(usage.get("cache_read_input_tokens")),
+            written_tokens=integer(usage.get("cache_creation_input_tokens")),
+            uncached_tokens=integer(usage.get("input_tokens")),
+            miss_reason=reason if isinstance(reason, str) else None,
+        )
+
+
+def _has_tool_block(message: Any) -> bool:
+    if isinstance(message, dict) and isinstance(message.get("content"), list):
+        return any(
+            isinstance(block, dict) and block.get("type") in {"tool_use", "tool_result"}
+            for block in message["content"]
+        )
+    return False
+
+
+def _marked(item: Any) -> bool:
+    return isinstance(item, dict) and "cache_control" in item

@@ -1,0 +1,202 @@
+"""What a provider is to the harness: the `Provider` protocol and the parts providers share.
+
+A provider answers four questions about a request body (and the URL and headers it was sent
+with, when known):
+- `claims(body, url)`: is this request mine? By URL path and host when there is a URL, by the
+  body's shape when there is none (a build that returns a body);
+- `split(body, headers)`: the request in my cache order (a `CacheView`: settings, then prompt
+  blocks), and the cacheable prefix with its breakpoints (a `RequestSplit`);
+- `usage(response)`: the cache hit signal in a decoded response body, in my own words;
+- `name`: the name reports and cassettes use.
+
+Three optional parts, read with `getattr` so a provider written before them still works:
+- `hosts`: the host names it answers on (`*` matches within a name: `*.openai.azure.com`); a
+  capture session intercepts requests to these hosts (and to the hosts its config adds);
+- `reasons`: a `harness._reasons.Vocabulary`, the words it uses for what broke its cache;
+- `split_url(body, headers, url)`: `split` for a provider whose model lives in the URL path
+  (Gemini, Bedrock); `harness.providers.split_request` calls it when it is there.
+
+Settings that key the cache without being prompt text (model, thinking, reasoning effort, beta
+headers, service tier, `prompt_cache_key`, tool choice...) are the view's `settings`; per-request
+bookkeeping (`stream`, `max_tokens`, sampling parameters, `metadata`) is left out. The decision
+note `docs/decisions/0005-capture.md` lists every key and why.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from fnmatch import fnmatchcase
+from typing import Any, Protocol, runtime_checkable
+from urllib.parse import unquote, urlsplit
+
+import msgspec
+
+from harness._views import RequestSplit
+
+__all__ = [
+    "CacheUsage",
+    "Headers",
+    "Point",
+    "Provider",
+    "breakpoints",
+    "header_pairs",
+    "host_matches",
+    "hosts_of",
+    "point_pointer",
+    "role",
+    "settings_of",
+    "truncate",
+    "without",
+]
+
+Headers = Mapping[str, str] | Sequence[tuple[str, str]]
+
+
+class CacheUsage(msgspec.Struct, frozen=True, omit_defaults=True):
+    """A response's cache signal: tokens read from and written to the cache, and why it missed.
+
+    `miss_reason` is the provider's own word where it has one (Anthropic's
+    `diagnostics.cache_miss_reason.type`: `tools_changed`, `system_changed`...).
+    """
+
+    provider: str
+    read_tokens: int = 0
+    written_tokens: int = 0
+    uncached_tokens: int | None = None
+    miss_reason: str | None = None
+
+
+@runtime_checkable
+class Provider(Protocol):
+    """A provider's request format and cache rules. Register one with `register_provider`."""
+
+    name: str
+
+    def claims(self, body: Mapping[str, Any], url: str | None) -> bool:
+        """Whether `body` (sent to `url`, if known) is a request of this provider."""
+        ...
+
+    def split(self, body: Mapping[str, Any], headers: Sequence[tuple[str, str]]) -> RequestSplit:
+        """The request in this provider's cache order, and its cacheable prefix."""
+        ...
+
+    def usage(self, response: Any) -> CacheUsage | None:
+        """The cache hit signal in a decoded response body; None when it holds none."""
+        ...
+
+
+def header_pairs(headers: Headers | None) -> list[tuple[str, str]]:
+    """Headers as lower-cased (name, value) pairs, in the order sent."""
+    if headers is None:
+        return []
+    if isinstance(headers, Mapping):
+        return [(str(key).lower(), str(value)) for key, value in headers.items()]
+    return [(str(key).lower(), str(value)) for key, value in headers]
+
+
+def settings_of(body: Mapping[str, Any], skip: frozenset[str]) -> dict[str, Any]:
+    """Every key of `body` that is neither prompt nor bookkeeping, sorted: top-level key order
+    does not reach a provider's prompt."""
+    return {key: body[key] for key in sorted(body) if key not in skip}
+
+
+def role(message: Any) -> Any:
+    return message.get("role") if isinstance(message, dict) else None
+
+
+def integer(value: Any) -> int:
+    """A token count from a response, 0 when absent or not a number."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def member(value: Any, *path: str) -> Any:
+    """`value[path[0]][path[1]]...`, None where a step is missing or not an object."""
+    for key in path:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(key)
+    return value
+
+
+def hosts_of(provider: object) -> tuple[str, ...]:
+    """The host patterns a provider answers on (its optional `hosts`), lower-cased."""
+    hosts = getattr(provider, "hosts", ())
+    if isinstance(hosts, str):
+        hosts = (hosts,)
+    return tuple(str(host).lower() for host in hosts or ())
+
+
+def host_matches(pattern: str, host: str) -> bool:
+    """`host` (a name, maybe with `:port`) against a pattern such as `*.openai.azure.com`."""
+    pattern, host = pattern.lower(), host.lower()
+    if pattern == "*":
+        return True
+    if ":" not in pattern:
+        host = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+    return fnmatchcase(host, pattern)
+
+
+def without(value: Any, keys: frozenset[str]) -> Any:
+    """A JSON object without `keys` (None when nothing is left); anything else as it is."""
+    if not isinstance(value, Mapping):
+        return value
+    kept = {key: item for key, item in value.items() if key not in keys}
+    return kept or None
+
+
+Point = tuple[str, int, int]  # a breakpoint: (block, index, content index or -1)
+
+
+def breakpoints(blocks: Mapping[str, Any], marked: Callable[[Any], bool]) -> list[Point]:
+    """Every marked item in cache order: in the tools and system lists, then in each message's
+    content (Anthropic's `cache_control` keys, Bedrock's `cachePoint` blocks)."""
+    found: list[Point] = []
+    for name in ("tools", "system"):
+        items = blocks.get(name)
+        if isinstance(items, list):
+            found += [(name, i, -1) for i, item in enumerate(items) if marked(item)]
+    messages = blocks.get("messages")
+    if isinstance(messages, list):
+        for index, message in enumerate(messages):
+            content = message.get("content") if isinstance(message, dict) else None
+            if isinstance(content, list):
+                found += [
+                    ("messages", index, inner) for inner, item in enumerate(content) if marked(item)
+                ]
+    return found
+
+
+def point_pointer(point: Point, marker: str) -> str:
+    """The JSON pointer of a breakpoint's marker: `/messages/2/content/0/cache_control`."""
+    name, index, inner = point
+    parts: list[str | int] = [name, index]
+    if inner >= 0:
+        parts += ["content", inner]
+    return "/" + "/".join(str(part) for part in [*parts, marker])
+
+
+def truncate(blocks: Mapping[str, Any], point: Point) -> dict[str, Any]:
+    """The blocks up to and including the breakpoint: the cacheable prefix."""
+    name, index, inner = point
+    out: dict[str, Any] = {}
+    for key, value in blocks.items():
+        if key != name:
+            out[key] = value
+            continue
+        if inner < 0:
+            out[key] = value[: index + 1]
+        else:
+            message = dict(value[index])
+            message["content"] = list(message["content"])[: inner + 1]
+            out[key] = [*value[:index], message]
+        break
+    return out
+
+
+def model_in_path(pattern: re.Pattern[str], url: str | None) -> str | None:
+    """The model a provider's URL path names (`pattern`'s group `model`), if any."""
+    if url is None:
+        return None
+    found = pattern.search(urlsplit(url).path.rstrip("/"))
+    return unquote(found.group("model")) if found else None

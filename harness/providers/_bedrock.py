@@ -1,0 +1,130 @@
+"""AWS Bedrock Converse: `toolConfig.tools`, then `system`, then `messages`; `cachePoint` blocks.
+
+Bedrock caches the prefix up to a `cachePoint`, a block of its own in the tool list, the system
+list or a message's content (`{"cachePoint": {"type": "default"}}`, optionally with a `ttl`). The
+cacheable prefix ends at the last one; with none, the tools and the system are taken as the prefix
+(the part every turn repeats, and where a cache point would go), so a tool moved between turns
+fails even before the project adds one. A change invalidates its level and every level after it.
+Reached as `POST /model/<model id>/converse` (or `converse-stream`) on `bedrock-runtime.*`; the
+model id is in the URL path, so it is read from there.
+
+Settings: the model id, `toolConfig.toolChoice`, `additionalModelRequestFields` (where reasoning
+and thinking settings go), `performanceConfig`, `serviceTier`, guardrails, prompt variables.
+`inferenceConfig` (sampling and output limits) and `requestMetadata` are bookkeeping. The hit
+signal is `usage.cacheReadInputTokens` (`cacheReadInputTokenCount` in some responses); Bedrock
+gives no miss reason.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from harness._views import CacheView, RequestSplit
+from harness.providers._base import (
+    CacheUsage,
+    breakpoints,
+    integer,
+    member,
+    model_in_path,
+    point_pointer,
+    settings_of,
+    truncate,
+)
+
+BEDROCK: Final = "bedrock"
+
+_PATH: Final = re.compile(r"/model/(?P<model>[^/]+)/converse(?:-stream)?$")
+_PROMPT: Final = frozenset({"messages", "system", "toolConfig"})
+_BOOKKEEPING: Final = frozenset({"inferenceConfig", "requestMetadata"})
+_MARKERS: Final = ("cachePoint",)
+# Converse content blocks are one-key objects; the Anthropic shape has a `type`.
+_CONVERSE_BLOCKS: Final = frozenset(
+    {"text", "toolUse", "toolResult", "cachePoint", "image", "document", "reasoningContent"}
+)
+
+
+def model_in(url: str | None) -> str | None:
+    return model_in_path(_PATH, url)
+
+
+class BedrockConverse:
+    name = BEDROCK
+    hosts = ("bedrock-runtime.*.amazonaws.com", "bedrock-runtime-fips.*.amazonaws.com")
+
+    def claims(self, body: Mapping[str, Any], url: str | None) -> bool:
+        if url is not None:
+            return model_in(url) is not None
+        if not isinstance(body.get("messages"), list):
+            return False
+        if "toolConfig" in body or "inferenceConfig" in body:
+            return True
+        return any(_converse_block(block) for block in _content_blocks(body))
+
+    def split(self, body: Mapping[str, Any], headers: Sequence[tuple[str, str]]) -> RequestSplit:
+        return self.split_url(body, headers, None)
+
+    def split_url(
+        self, body: Mapping[str, Any], headers: Sequence[tuple[str, str]], url: str | None
+    ) -> RequestSplit:
+        settings = settings_of(body, _PROMPT | _BOOKKEEPING)
+        config = body.get("toolConfig")
+        tools: Any = None
+        if isinstance(config, Mapping):
+            tools = config.get("tools")
+            settings.update({k: v for k, v in config.items() if k != "tools"})
+        model = model_in(url)
+        if model is not None:
+            settings["modelId"] = model
+        settings = dict(sorted(settings.items()))
+        blocks: dict[str, Any] = {}
+        if tools is not None:
+            blocks["tools"] = tools
+        for key in ("system", "messages"):
+            if key in body:
+                blocks[key] = body[key]
+        view = CacheView(settings=settings, blocks=blocks, provider=BEDROCK)
+        points = breakpoints(blocks, _is_point)
+        pointers = tuple(point_pointer(point, "cachePoint") for point in points)
+        if not points:
+            prefix_blocks: dict[str, Any] = {
+                k: blocks[k] for k in ("tools", "system") if k in blocks
+            }
+            prefix = CacheView(settings=settings, blocks=prefix_blocks, provider=BEDROCK)
+            return RequestSplit(BEDROCK, view, prefix, "automatic", markers=_MARKERS)
+        prefix = CacheView(settings=settings, blocks=truncate(blocks, points[-1]), provider=BEDROCK)
+        return RequestSplit(BEDROCK, view, prefix, "breakpoint", pointers[-1], pointers, _MARKERS)
+
+    def usage(self, response: Any) -> CacheUsage | None:
+        usage = member(response, "usage")
+        if not isinstance(usage, dict):
+            return None
+        read = usage.get("cacheReadInputTokens", usage.get("cacheReadInputTokenCount"))
+        written = usage.get("cacheWriteInputTokens", usage.get("cacheWriteInputTokenCount"))
+        return CacheUsage(
+            BEDROCK,
+            read_tokens=integer(read),
+            written_tokens=integer(written),
+            uncached_tokens=integer(usage.get("inputTokens")),
+        )
+
+
+def _content_blocks(body: Mapping[str, Any]) -> list[Any]:
+    found: list[Any] = []
+    system = body.get("system")
+    if isinstance(system, list):
+        found += system
+    for message in body.get("messages") or ():
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, list):
+            found += content
+    return found
+
+
+def _converse_block(block: Any) -> bool:
+    return isinstance(block, dict) and "type" not in block and bool(set(block) & _CONVERSE_BLOCKS)
+
+
+def _is_point(item: Any) -> bool:
+    return isinstance(item, dict) and "cachePoint" in item

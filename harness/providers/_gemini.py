@@ -1,0 +1,109 @@
+"""Google Gemini `generateContent`: tools, then the system instruction, then the contents.
+
+Gemini caches implicitly (2.5 and later): a request whose beginning matches one seen recently is
+served from the cache, with no guarantee and no marker, so the whole request is the prefix the
+next one must extend, as for OpenAI. Explicit caching puts the system instruction, the tools and
+the first contents in a `CachedContent` that a request names in `cachedContent`: the name is then
+the cache key, a setting. Reached on the Gemini API (`generativelanguage.googleapis.com`) and on
+Vertex AI (`*-aiplatform.googleapis.com`), as `:generateContent` or `:streamGenerateContent`; the
+model is in the URL path (`/models/gemini-2.5-flash:generateContent`), so it is read from there.
+
+Settings: `toolConfig` (the function-calling mode, Gemini's tool choice), `cachedContent`, and
+`generationConfig` less its sampling and output limits (`thinkingConfig`, `responseSchema` and the
+response type stay). `safetySettings` and `labels` are bookkeeping. The hit signal is
+`usageMetadata.cachedContentTokenCount`; Gemini gives no miss reason.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from harness._reasons import Vocabulary
+from harness._views import CacheView, RequestSplit
+from harness.providers._base import CacheUsage, integer, member, model_in_path, settings_of, without
+
+GEMINI: Final = "gemini"
+
+_METHOD: Final = re.compile(r"/models/(?P<model>[^/:]+):(?:stream)?[gG]enerateContent$")
+_SYSTEM_KEYS: Final = ("systemInstruction", "system_instruction")
+_PROMPT: Final = frozenset({"tools", "contents", *_SYSTEM_KEYS})
+_BOOKKEEPING: Final = frozenset(
+    {"safetySettings", "safety_settings", "labels", "generationConfig", "generation_config"}
+)
+# Sampling and output limits: per-request, they do not key the cache.
+_SAMPLING: Final = frozenset(
+    {
+        "temperature",
+        "topP",
+        "top_p",
+        "topK",
+        "top_k",
+        "candidateCount",
+        "candidate_count",
+        "maxOutputTokens",
+        "max_output_tokens",
+        "stopSequences",
+        "stop_sequences",
+        "seed",
+        "presencePenalty",
+        "presence_penalty",
+        "frequencyPenalty",
+        "frequency_penalty",
+        "responseLogprobs",
+        "response_logprobs",
+        "logprobs",
+    }
+)
+
+
+def model_in(url: str | None) -> str | None:
+    return model_in_path(_METHOD, url)
+
+
+class Gemini:
+    name = GEMINI
+    hosts = ("generativelanguage.googleapis.com", "*aiplatform.googleapis.com")
+    reasons = Vocabulary(blocks={"contents": "messages_changed"})
+
+    def claims(self, body: Mapping[str, Any], url: str | None) -> bool:
+        if url is not None:
+            return model_in(url) is not None and isinstance(body.get("contents"), list)
+        return isinstance(body.get("contents"), list) and "messages" not in body
+
+    def split(self, body: Mapping[str, Any], headers: Sequence[tuple[str, str]]) -> RequestSplit:
+        return self.split_url(body, headers, None)
+
+    def split_url(
+        self, body: Mapping[str, Any], headers: Sequence[tuple[str, str]], url: str | None
+    ) -> RequestSplit:
+        settings = settings_of(body, _PROMPT | _BOOKKEEPING)
+        config = body.get("generationConfig", body.get("generation_config"))
+        kept = without(config, _SAMPLING)
+        if kept is not None:
+            settings["generationConfig"] = kept
+        model = model_in(url)
+        if model is not None:
+            settings["model"] = model
+        settings = dict(sorted(settings.items()))
+        blocks: dict[str, Any] = {}
+        if "tools" in body:
+            blocks["tools"] = body["tools"]
+        for key in _SYSTEM_KEYS:
+            if key in body:
+                blocks[key] = body[key]
+                break
+        if "contents" in body:
+            blocks["contents"] = body["contents"]
+        view = CacheView(settings=settings, blocks=blocks, provider=GEMINI)
+        return RequestSplit(GEMINI, view, view, "exact-prefix")
+
+    def usage(self, response: Any) -> CacheUsage | None:
+        usage = member(response, "usageMetadata")
+        if not isinstance(usage, dict):
+            return None
+        read = integer(usage.get("cachedContentTokenCount"))
+        return CacheUsage(
+            GEMINI, read_tokens=read, uncached_tokens=integer(usage.get("promptTokenCount")) - read
+        )

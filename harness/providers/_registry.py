@@ -1,0 +1,145 @@
+"""The provider registry: which provider a request belongs to.
+
+Providers are registered parts, not `if` chains. Built in: OpenAI Responses, AWS Bedrock
+Converse, Anthropic Messages, DeepSeek, OpenAI Chat Completions, Google Gemini (tried in that
+order: DeepSeek's host before OpenAI Chat's path, and without a URL a Responses body's `input`
+and Bedrock's one-key content blocks before the Messages shape). A third party adds
+one without editing the harness, either in code:
+
+    from harness.providers import register_provider
+    register_provider(MyProvider())
+
+or from its own package's metadata, in the entry-point group `harness.providers` (the entry point
+names a `Provider` instance, or a class the registry instantiates). Registered providers are
+asked before the built-in ones, in registration order (entry points by name), so one may take
+over a host or a path from a built-in provider; registering a name again replaces it.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping, Sequence
+from importlib.metadata import entry_points
+from typing import Any, Final
+
+from harness._errors import UsageError
+from harness._reasons import Vocabulary, declare
+from harness._views import RequestSplit
+from harness.providers._anthropic import AnthropicMessages
+from harness.providers._base import Provider, host_matches, hosts_of
+from harness.providers._bedrock import BedrockConverse
+from harness.providers._deepseek import DeepSeek
+from harness.providers._gemini import Gemini
+from harness.providers._openai import OpenAIChat, OpenAIResponses
+
+ENTRY_POINT_GROUP: Final = "harness.providers"
+
+_BUILT_IN: Final[tuple[Provider, ...]] = (
+    OpenAIResponses(),
+    BedrockConverse(),
+    AnthropicMessages(),
+    DeepSeek(),
+    OpenAIChat(),
+    Gemini(),
+)
+_registered: dict[str, Provider] = {}
+_entry_points_loaded = False
+
+
+class ProviderWarning(UserWarning):
+    """An installed `harness.providers` entry point could not be loaded; it is skipped."""
+
+
+def register_provider(provider: Provider | type[Any]) -> Provider:
+    """Add a provider (or a provider class, instantiated here); it is asked before built-ins.
+
+    Returns the instance, so a class can be registered with `@register_provider` (the name then
+    holds the instance).
+    """
+    instance = provider() if isinstance(provider, type) else provider
+    if not isinstance(instance, Provider) or not isinstance(getattr(instance, "name", None), str):
+        raise UsageError(
+            f"{instance!r} is not a provider: it needs a `name` string and the methods claims,"
+            " split and usage (see harness.providers.Provider)"
+        )
+    _registered.pop(instance.name, None)
+    _registered[instance.name] = instance
+    _declare(instance)
+    return instance
+
+
+def unregister_provider(name: str) -> None:
+    """Remove a registered provider (built-in providers stay)."""
+    _registered.pop(name, None)
+    for provider in _BUILT_IN:
+        if provider.name == name:
+            _declare(provider)
+
+
+def registered_providers() -> tuple[Provider, ...]:
+    """Every provider in the order they are asked: registered ones first, then the built-ins
+    that no registered provider of the same name replaces."""
+    _load_entry_points()
+    built_in = tuple(p for p in _BUILT_IN if p.name not in _registered)
+    return (*_registered.values(), *built_in)
+
+
+def provider_named(name: str) -> Provider | None:
+    return next((p for p in registered_providers() if p.name == name), None)
+
+
+def provider_for(body: Mapping[str, Any], url: str | None = None) -> Provider | None:
+    """The first provider that claims `body` (sent to `url`), or None."""
+    return next((p for p in registered_providers() if p.claims(body, url)), None)
+
+
+def split_with(
+    provider: Provider,
+    body: Mapping[str, Any],
+    headers: Sequence[tuple[str, str]],
+    url: str | None,
+) -> RequestSplit:
+    """`provider.split`, or its optional `split_url` when it reads settings from the URL."""
+    split_url = getattr(provider, "split_url", None)
+    if callable(split_url):
+        found = split_url(body, headers, url)
+        if isinstance(found, RequestSplit):
+            return found
+    return provider.split(body, headers)
+
+
+def provider_hosts() -> tuple[str, ...]:
+    """Every host pattern some provider answers on, in the order providers are asked."""
+    return tuple(dict.fromkeys(host for p in registered_providers() for host in hosts_of(p)))
+
+
+def recognised_host(host: str) -> bool:
+    """Whether some provider answers on `host` (a capture session intercepts it)."""
+    return any(host_matches(pattern, host) for pattern in provider_hosts())
+
+
+def _declare(provider: Provider) -> None:
+    reasons = getattr(provider, "reasons", None)
+    declare(provider.name, reasons if isinstance(reasons, Vocabulary) else Vocabulary())
+
+
+for _provider in _BUILT_IN:
+    _declare(_provider)
+
+
+def _load_entry_points() -> None:
+    global _entry_points_loaded
+    if _entry_points_loaded:
+        return
+    _entry_points_loaded = True
+    for point in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda p: p.name):
+        try:
+            register_provider(point.load())
+        except Exception as error:  # a broken plugin must not take the harness down with it
+            warnings.warn(
+                ProviderWarning(
+                    f"harness.providers entry point {point.name!r} ({point.value}) could not be"
+                    f" loaded and is skipped: {error}"
+                ),
+                stacklevel=2,
+            )

@@ -1,0 +1,332 @@
+"""What the harness's pytest fixtures hand a test, and how a test talks to the controller.
+
+- `Settings`: the run's mode, shuffle count, seed and fixtures folder, and what the controller
+  collects from the tests' reports (drift, written files, used recordings).
+- `AgentHarness` (`agent_harness`): check a scenario on the reference runtime through the one
+  orchestration (`harness.scenarios._check`), hand the files it wants written to the controller, and fail
+  the test with the drift report.
+- `RegistrationShuffle` (`registration_shuffle`): seeded orders for this test, and
+  `assert_stable(build, units)`.
+
+Tests never write files: they put what they want written into their report's `user_properties`
+(plain data, so it crosses pytest-xdist), and the controller writes it atomically.
+"""
+
+from __future__ import annotations
+
+import base64
+import random
+import shlex
+import zlib
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeVar
+
+import pytest
+
+from harness._ci import MODES, WRITING_MODES, actions_safe, detect_ci
+from harness._errors import HarnessError
+
+if TYPE_CHECKING:
+    from harness._files import FileContents
+    from harness.agent._context import LoadSchedule
+    from harness.prove._stable import StabilityResult
+    from harness.scenarios._check import ScenarioCheck
+    from harness.scenarios._formats import Scenario
+
+U = TypeVar("U")
+
+# user_properties keys: how tests talk to the controller (they cross xdist as plain data)
+PROP_WRITE: Final = "harness_write"
+PROP_DRIFT: Final = "harness_drift"
+PROP_USED: Final = "harness_fixture_used"
+PROP_MOVES: Final = "harness_moves_header"
+PROP_CHAIN: Final = "harness_prefix_chain"  # a captured test's gate: coverage, moves, exemption
+
+
+CACHE_KEY: Final = "harness/seed"
+DEFAULT_SHUFFLE: Final = 8
+
+
+@dataclass
+class Settings:
+    mode: str
+    shuffle: int
+    seed: int
+    seed_source: str  # "pytest-randomly", "--harness-seed", "last run", "random"
+    fixtures: Path
+    randomly_installed: bool
+    drifts: list[dict[str, Any]] = field(default_factory=list)
+    moves: list[tuple[str, str]] = field(default_factory=list)
+    used: set[str] = field(default_factory=set)
+    written: list[Path] = field(default_factory=list)
+    unwritten: list[str] = field(default_factory=list)  # writes the controller could not make
+    deselected: int = 0
+    chain_tests: int = 0  # captured tests the prefix-chain gate ran on
+    chain_seen: Counter[str] = field(default_factory=Counter)  # provider requests, by provider
+    chain_judged: Counter[str] = field(default_factory=Counter)  # of those, judged
+    chain_unrecognised: int = 0  # captured requests no provider claimed
+    stale: set[str] = field(default_factory=set)  # moves_header tests whose header did not move
+
+    def seed_for(self, nodeid: str) -> int:
+        return zlib.crc32(f"{self.seed}:{nodeid}".encode())
+
+    def reproduce(self, nodeid: str) -> str:
+        if self.seed_source == "pytest-randomly":
+            flags = f"-p randomly --randomly-seed={self.seed}"
+        elif self.randomly_installed:
+            flags = f"-p no:randomly --harness-seed={self.seed}"
+        else:
+            flags = f"--harness-seed={self.seed}"
+        if self.shuffle != DEFAULT_SHUFFLE:
+            flags += f" --harness-shuffle={self.shuffle}"
+        return f"pytest {shlex.quote(nodeid)} {flags}"
+
+
+def settings_from(config: pytest.Config) -> Settings:
+    """The run's settings from its options and ini values; a UsageError for a bad one."""
+    mode = str(_option(config, "mode"))
+    if mode not in MODES:
+        raise pytest.UsageError(
+            f"harness: harness_mode must be one of {', '.join(MODES)}, not {mode!r}"
+        )
+    found = detect_ci()
+    if mode in WRITING_MODES and found is not None:
+        raise pytest.UsageError(
+            f"harness: --harness-mode={mode} writes fixtures, and this is a CI run"
+            f" ({found.describe()}). CI never writes: run `pytest --harness-mode=update` "
+            "locally, review the diff, and commit the files."
+        )
+    try:
+        shuffle = int(_option(config, "shuffle"))
+    except ValueError:
+        raise pytest.UsageError("harness: --harness-shuffle takes a whole number") from None
+    if shuffle < 1:
+        raise pytest.UsageError("harness: --harness-shuffle must be at least 1")
+    seed, source = _resolve_seed(config)
+    cache = getattr(config, "cache", None)
+    if cache is not None and not hasattr(config, "workerinput"):
+        cache.set(CACHE_KEY, seed)
+    fixtures = Path(str(_option(config, "fixtures")))
+    if not fixtures.is_absolute():
+        fixtures = config.rootpath / fixtures
+    return Settings(
+        mode, shuffle, seed, source, fixtures, config.pluginmanager.hasplugin("randomly")
+    )
+
+
+def _option(config: pytest.Config, name: str) -> Any:
+    value = config.getoption(f"harness_{name}")
+    return value if value is not None else config.getini(f"harness_{name}")
+
+
+def _resolve_seed(config: pytest.Config) -> tuple[int, str]:
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None and "harness_seed" in workerinput:
+        return int(workerinput["harness_seed"]), str(workerinput["harness_seed_source"])
+    explicit = config.getoption("harness_seed")
+    randomly = getattr(config.option, "randomly_seed", None)
+    if (
+        explicit is None
+        and config.pluginmanager.hasplugin("randomly")
+        and isinstance(randomly, int)
+    ):
+        return randomly, "pytest-randomly"
+    value = explicit if explicit is not None else config.getini("harness_seed")
+    cache = getattr(config, "cache", None)
+    if value == "last":
+        previous = cache.get(CACHE_KEY, None) if cache is not None else None
+        if isinstance(previous, int):
+            return previous, "last run"
+        return random.Random().getrandbits(32), "random (no previous run)"
+    if value:
+        try:
+            return int(value), "--harness-seed"
+        except ValueError:
+            raise pytest.UsageError(
+                f"harness: --harness-seed takes an integer or 'last', not {value!r}"
+            ) from None
+    return random.Random().getrandbits(32), "random"
+
+
+def shown(message: str) -> str:
+    """A message as a test failure prints it: redacted, and safe on GitHub Actions."""
+    from harness._secrets import redact_text  # the scan loads with the first message shown
+
+    return actions_safe(redact_text(message))
+
+
+def fail(message: str) -> NoReturn:
+    """Fail the test with `message` (redacted, safe to print), without a traceback."""
+    __tracebackhide__ = True
+    pytest.fail(shown(message), pytrace=False)
+
+
+def moves_header_reason(item: pytest.Item) -> str | None:
+    """The reason of the test's `moves_header` marker; a UsageError when it has none."""
+    marker = item.get_closest_marker("moves_header")
+    if marker is None:
+        return None
+    reason = marker.kwargs.get("reason", marker.args[0] if marker.args else None)
+    if not isinstance(reason, str) or not reason.strip():
+        raise pytest.UsageError(
+            f'{item.nodeid}: @pytest.mark.moves_header needs reason="..." saying why this '
+            "test's header is expected to change"
+        )
+    return reason
+
+
+def queue_write(item: pytest.Item, files: Sequence[FileContents]) -> None:
+    """Hand files to the controller to write (it writes only in a writing mode, never in CI)."""
+    from harness._paths import refuse_case_twin
+
+    for path, _ in files:
+        try:
+            refuse_case_twin(Path(path))  # the test fails here, before the controller is asked
+        except HarnessError as error:
+            fail(str(error))
+    for path, data in files:
+        item.user_properties.append(
+            (PROP_WRITE, {"path": str(path), "data": base64.b64encode(data).decode("ascii")})
+        )
+
+
+def queue_drift(item: pytest.Item, message: str, markdown: str, seed: int) -> None:
+    """Tell the controller this test found drift (for the summary and CI annotations)."""
+    from harness._secrets import redact_text
+
+    path, line, _ = item.location
+    item.user_properties.append(
+        (
+            PROP_DRIFT,
+            {
+                "nodeid": item.nodeid,
+                "message": redact_text(message),
+                "markdown": redact_text(markdown),
+                "seed": seed,
+                "file": path,
+                "line": (line or 0) + 1,
+            },
+        )
+    )
+
+
+class AgentHarness:
+    """Boot a scenario on the reference runtime, record or replay it, shuffle it, check its pins."""
+
+    def __init__(self, settings: Settings, item: pytest.Item) -> None:
+        self.settings = settings
+        self.item = item
+        self.seed = settings.seed_for(item.nodeid)
+
+    def folder_for(self, scenario: Scenario) -> Path:
+        from harness._paths import safe_component
+
+        return self.settings.fixtures / safe_component(scenario.name)
+
+    def check(
+        self, scenario: Scenario | str | Path, *, shuffle: int | None = None
+    ) -> ScenarioCheck:
+        """Replay (or record) the scenario, shuffle its registration order, and fail on drift."""
+        from harness.scenarios._check import check_scenario
+
+        count = shuffle if shuffle is not None else self.settings.shuffle
+        try:
+            folder, declared = self._resolve(scenario)
+            self.item.user_properties.append((PROP_USED, str(folder.resolve())))
+            checked = check_scenario(
+                folder,
+                declared,
+                self.settings.mode,
+                shuffle=count if count > 1 else 0,
+                seed=self.seed,
+                command=self.settings.reproduce(self.item.nodeid),
+                moves_header=moves_header_reason(self.item),
+            )
+        except HarnessError as error:
+            fail(f"harness: {error}")
+        queue_write(self.item, checked.files)
+        if checked.findings:
+            self._fail(checked)
+        return checked
+
+    def _resolve(self, scenario: Scenario | str | Path) -> tuple[Path, Scenario]:
+        from harness._paths import safe_component
+        from harness.scenarios._formats import Scenario, load_fixture
+
+        if isinstance(scenario, Scenario):
+            if scenario.pin is not None:
+                safe_component(scenario.pin.name)
+            return self.folder_for(scenario), scenario
+        folder = Path(scenario)
+        if not folder.is_absolute() and not folder.exists():
+            folder = self.settings.fixtures / folder
+        return folder, load_fixture(folder, scenario_only=True).scenario
+
+    def _fail(self, checked: ScenarioCheck) -> None:
+        failing = checked.findings
+        text = "\n\n".join(f.to_text() for f in failing)
+        markdown = "\n\n".join(
+            f"**{f.kind}**: {f.message}\n\n" + (f.report.to_markdown() if f.report else "")
+            for f in failing
+        )
+        message = (
+            f"harness: scenario {checked.scenario!r} drifted (seed {self.seed}; "
+            f"reproduce: {self.settings.reproduce(self.item.nodeid)})"
+        )
+        queue_drift(self.item, failing[0].message, markdown, self.seed)
+        fail(f"{message}\n\n{text}")
+
+
+class RegistrationShuffle:
+    """Seeded permutations for this test, and the assertion that headers do not move under them."""
+
+    def __init__(self, settings: Settings, item: pytest.Item) -> None:
+        self.settings = settings
+        self.item = item
+        self.seed = settings.seed_for(item.nodeid)
+        self.count = settings.shuffle
+
+    def orders(self, units: Sequence[U]) -> list[list[U]]:
+        from harness.prove._stable import orders_of
+
+        return orders_of(units, self.count, self.seed)
+
+    def schedules(self, plugin_names: Sequence[str]) -> list[LoadSchedule]:
+        from harness.scenarios._shuffle import schedules
+
+        return schedules(plugin_names, self.count, self.seed)
+
+    def assert_stable(
+        self,
+        build: Callable[[list[U]], Any],
+        units: Sequence[U],
+        *,
+        permutations: int | None = None,
+        owners: dict[str, str | None] | None = None,
+    ) -> StabilityResult[U]:
+        from harness.prove._run_diff import HeaderDrift
+        from harness.prove._stable import prove_stable
+
+        __tracebackhide__ = True
+        try:
+            return prove_stable(
+                build,
+                units,
+                permutations=permutations or self.count,
+                seed=self.seed,
+                owners=owners,
+                command=self.settings.reproduce(self.item.nodeid),
+            )
+        except HeaderDrift as drift:
+            report_drift(self.item, drift, self.seed)
+            raise
+
+
+def report_drift(item: pytest.Item, drift: Any, seed: int) -> None:
+    """Queue a `HeaderDrift` for the summary: its first line, and its report as Markdown."""
+    markdown = drift.report.to_markdown() if drift.report is not None else str(drift)
+    headline = getattr(drift, "headline", None) or str(drift).splitlines()[0]
+    queue_drift(item, headline, markdown, seed)

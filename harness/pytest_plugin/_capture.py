@@ -1,0 +1,279 @@
+"""What the pytest plugin does for a captured test: its session, its gate, and its report.
+
+- `session_for`: the test's `CaptureSession`: its cassette, the run's mode, `harness_upstream`,
+  and `harness_capture_config` with a `@pytest.mark.header_capture(...)` marker's overrides.
+- `finish`: at the end of the test, the prefix-chain gate (on by default, exempted by
+  `moves_header(reason=...)`), replay errors the code under test swallowed, and the cassette to
+  write; a test that failed writes nothing. Drift reaches the controller (the `header drift`
+  summary, the GitHub step summary, `::error` annotations) through `queue_drift`.
+- `drift_first`: the failure text of a capture error raised through an SDK: the drift report
+  first, then only the frames of the project's own code (pytest's `--full-trace` shows all).
+- `intercepting`: the marked test's interception, or one line on what to install.
+- `summary_lines`: the coverage line (requests checked per provider) and stale exemptions.
+"""
+
+from __future__ import annotations
+
+import functools
+import sysconfig
+import warnings
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from _pytest._code.code import ReprExceptionInfo, ReprFileLocation, ReprTracebackNative
+
+from harness._ci import writes_allowed
+from harness._errors import CaptureError, CassetteMismatch, FixtureError, HarnessError
+from harness.pytest_plugin._api import (
+    PROP_CHAIN,
+    PROP_USED,
+    Settings,
+    fail,
+    moves_header_reason,
+    queue_drift,
+    queue_write,
+    shown,
+)
+
+if TYPE_CHECKING:  # the capture package is imported when a test first uses it, not at startup
+    from harness.capture._session import CaptureSession
+
+__all__ = [
+    "MARKER",
+    "SESSION",
+    "drift_first",
+    "finish",
+    "gate",
+    "intercepting",
+    "moves_line",
+    "record_chain",
+    "session_for",
+    "summary_lines",
+    "take_chain",
+]
+
+MARKER = "header_capture"
+SESSION = pytest.StashKey["CaptureSession"]()  # the test's session, for the call-phase gate
+_HARNESS_ROOT = str(Path(__file__).resolve().parent)
+
+
+def session_for(
+    item: pytest.Item, settings: Settings, *, upstream: Any, config: Any
+) -> CaptureSession:
+    """The capture session of `item` (a one-line test failure for a bad config or cassette)."""
+    from harness.capture._cassette import cassette_path_for
+    from harness.capture._config import CaptureConfig
+    from harness.capture._session import CaptureSession
+
+    marker = item.get_closest_marker(MARKER)
+    try:
+        captured = CaptureConfig.of(config)
+        if marker is not None and marker.kwargs:
+            captured = captured.updated(marker.kwargs, where=f"@pytest.mark.{MARKER}")
+        session = CaptureSession.for_test(
+            cassette_path_for(settings.fixtures / "cassettes", item.nodeid),
+            settings.mode,
+            writes_allowed=writes_allowed(),
+            upstream=upstream,
+            record_hint="record it locally: pytest --harness-mode=update-new-only",
+            config=captured,
+        )
+    except (FixtureError, HarnessError) as error:
+        fail(f"harness: {error}")
+    session.moves_header = moves_header_reason(item)
+    item.user_properties.append((PROP_USED, str(session.cassette)))
+    item.stash[SESSION] = session
+    return session
+
+
+@contextmanager
+def intercepting(session: CaptureSession) -> Iterator[None]:
+    """`session.intercept()` around a marked test. With neither httpx2 nor httpx installed, the
+    test fails with the one line naming the extra to install (failed outside the `except`, or
+    pytest would chain the error's own report to it)."""
+    with ExitStack() as stack:
+        problem = None
+        try:
+            stack.enter_context(session.intercept())
+        except HarnessError as error:
+            problem = str(error)
+        if problem is not None:
+            fail(f"harness: {problem}")
+        yield
+
+
+def gate(item: pytest.Item, session: CaptureSession, settings: Settings) -> None:
+    """After a test body passed: fail it on replay errors its code swallowed, and on a prefix-chain
+    break (unless it is marked `moves_header`). Runs in the call phase, so the test fails."""
+    __tracebackhide__ = True
+    from harness.providers._openai import PerRunCacheKeyWarning, per_run_key
+
+    if any(r.split is not None and per_run_key(r.split.view.settings) for r in session.requests):
+        path, line, _ = item.location
+        warnings.warn_explicit(
+            PerRunCacheKeyWarning(
+                "the requests carry a prompt_cache_key made anew for every run (openai-agents'"
+                " default): each run misses the cache of the runs before it; give the run a"
+                " stable key (RunConfig(group_id=...), or"
+                ' ModelSettings(extra_args={"prompt_cache_key": ...}))'
+            ),
+            PerRunCacheKeyWarning,
+            filename=str(item.config.rootpath / path),
+            lineno=(line or 0) + 1,
+        )
+    if session.errors:  # replay errors that the code under test may have swallowed
+        fail("\n\n".join(map(str, _distinct(session.errors))))
+    if not session.config.prefix_chain or session.moves_header is not None:
+        return
+    breaks = session.prefix_breaks()
+    if not breaks:
+        return
+    text = "\n\n".join(b.to_text() for b in breaks)
+    first = breaks[0].to_text().splitlines()[0]
+    markdown = "\n\n".join(
+        f"**{b.to_text().splitlines()[0]}**\n\n{b.report.to_markdown()}" for b in breaks
+    )
+    queue_drift(item, first, markdown, settings.seed_for(item.nodeid))
+    fail(
+        f"harness: the prefix-chain gate failed: {len(breaks)} request(s) do not extend the"
+        " cached prefix of the request they continue (mark the test"
+        ' @pytest.mark.moves_header(reason="...") if the move is deliberate; nothing is'
+        f" written)\n\n{text}"
+    )
+
+
+def finish(item: pytest.Item, session: CaptureSession, settings: Settings, *, failed: bool) -> None:
+    """At teardown: report replay drift, count the gate's coverage, and hand over the cassette
+    unless the test failed (a failed test writes nothing)."""
+    finished = session.finish()  # SecretLeak propagates: the test errors, no write
+    seed = settings.seed_for(item.nodeid)
+    for error in _distinct(session.errors):
+        if isinstance(error, CassetteMismatch):
+            markdown = error.report.to_markdown() if error.report is not None else ""
+            queue_drift(item, str(error).splitlines()[0], markdown or str(error), seed)
+    moved = len(finished.prefix_breaks) if session.config.prefix_chain else 0
+    record_chain(item, session, moved=moved)
+    if not failed:
+        queue_write(item, finished.files)
+
+
+def record_chain(item: pytest.Item, session: CaptureSession, *, moved: int) -> None:
+    """Tell the controller what the gate saw in this test (plain data, it crosses xdist)."""
+    chain = session.prefix_chain()
+    item.user_properties.append(
+        (
+            PROP_CHAIN,
+            {
+                "seen": dict(chain.seen),
+                "judged": dict(chain.judged),
+                "unrecognised": chain.unrecognised,
+                "moved": moved,
+                "exempt": session.moves_header,
+            },
+        )
+    )
+
+
+def take_chain(settings: Settings, nodeid: str, value: dict[str, Any]) -> None:
+    """The controller's side of `record_chain`."""
+    settings.chain_tests += 1
+    settings.chain_seen.update(Counter(value.get("seen", {})))
+    settings.chain_judged.update(Counter(value.get("judged", {})))
+    settings.chain_unrecognised += int(value.get("unrecognised", 0))
+    if value.get("exempt") is not None and not value.get("moved"):
+        settings.stale.add(nodeid)
+
+
+def summary_lines(settings: Settings) -> list[str]:
+    """The gate's coverage, per provider, over every captured test of the run."""
+    if not settings.chain_tests:
+        return []
+    parts = [
+        f"{provider} {settings.chain_seen[provider]} (judged {settings.chain_judged[provider]})"
+        for provider in sorted(settings.chain_seen)
+    ]
+    line = f"prefix chain: {settings.chain_tests} captured test(s); requests per provider: " + (
+        ", ".join(parts) if parts else "none"
+    )
+    if settings.chain_unrecognised:
+        line += f"; {settings.chain_unrecognised} other request(s) not checked"
+    return [line]
+
+
+def moves_line(nodeid: str, reason: str, settings: Settings) -> str:
+    stale = " [stale: marked, yet nothing moved]" if nodeid in settings.stale else ""
+    return f"{nodeid}: {reason}{stale}"
+
+
+@functools.cache
+def _hidden_roots() -> tuple[str, ...]:
+    """The installation's folders, whose frames a capture failure leaves out (asked on the first
+    failure: `sysconfig` costs milliseconds a pytest run that captures nothing should not pay)."""
+    paths = sysconfig.get_paths()
+    return tuple({paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")})
+
+
+def drift_first(excinfo: pytest.ExceptionInfo[BaseException]) -> ReprExceptionInfo | None:
+    """A capture error's failure: the report, then the project's own frames only (a native-style
+    traceback repr, so the short summary and pytest-xdist treat it as any other failure)."""
+    error = capture_error_in(excinfo.value)
+    if error is None:
+        return None
+    kept: list[str] = []
+    hidden = 0
+    for entry in excinfo.traceback:
+        path = str(entry.path)
+        if path.startswith(_hidden_roots()) or path.startswith(_HARNESS_ROOT):
+            hidden += 1
+            continue
+        statement = str(entry.statement).strip().splitlines()
+        line = f"  {_relative(path)}:{entry.lineno + 1} in {entry.name}"
+        kept.append(line + (f"\n      {statement[0]}" if statement else ""))
+    name = type(error).__name__
+    lines = [f"harness.{name}: {error}", "", "sent from (your code):", *kept]
+    if hidden:
+        lines.append(
+            f"  ({hidden} frames of the SDK, the HTTP library and the harness hidden;"
+            " pytest --full-trace shows them)"
+        )
+    last = excinfo.traceback[-1] if excinfo.traceback else None
+    crash = ReprFileLocation(
+        path=_relative(str(last.path)) if last is not None else "",
+        lineno=last.lineno + 1 if last is not None else 0,
+        message=shown(f"harness.{name}: {str(error).splitlines()[0]}"),
+    )
+    text = shown("\n".join(lines)) + "\n"  # redacted, and safe to print on GitHub Actions
+    return ReprExceptionInfo(reprtraceback=ReprTracebackNative([text]), reprcrash=crash)
+
+
+def capture_error_in(error: BaseException | None, depth: int = 0) -> CaptureError | None:
+    """The capture error an exception is or wraps: frameworks re-raise it as their own error
+    (`raise ... from`) or in an exception group (anyio task groups)."""
+    if error is None or depth > 8:
+        return None
+    if isinstance(error, CaptureError):
+        return error
+    if isinstance(error, BaseExceptionGroup):
+        for inner in error.exceptions:
+            found = capture_error_in(inner, depth + 1)
+            if found is not None:
+                return found
+    return capture_error_in(error.__cause__ or error.__context__, depth + 1)
+
+
+def _relative(path: str) -> str:
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return path
+
+
+def _distinct(errors: list[CaptureError]) -> list[CaptureError]:
+    seen: dict[str, CaptureError] = {}
+    for error in errors:
+        seen.setdefault(str(error), error)
+    return list(seen.values())
