@@ -15,9 +15,17 @@ from typing import Any
 
 import msgspec
 
-from harness.agent import Request, ScriptedAdapter, ScriptedReply
-from harness.agent._header import Message, TextBlock, ToolResultBlock
-from harness.agent._session import AssistantMessage, ToolResult, UserMessage
+from harness.agent import (
+    AssistantMessage,
+    Message,
+    Request,
+    ScriptedAdapter,
+    ScriptedReply,
+    TextBlock,
+    ToolResult,
+    ToolResultBlock,
+    UserMessage,
+)
 from harness.scenarios._formats import Fixture
 from harness.scenarios._pins import Pin
 from harness.scenarios._run import run_sync

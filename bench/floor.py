@@ -25,19 +25,27 @@ from typing import Any
 
 import msgspec
 
-from harness.agent import Header, ScriptedAdapter, boot_app, canonical_header, render_prompt
-from harness.agent._apps import app_config
-from harness.agent._header import Block, Message, TextBlock, ToolResultBlock, ToolUseBlock
-from harness.agent._session import (
+from harness.agent import (
     AssistantMessage,
+    Block,
+    Header,
+    Message,
+    ScriptedAdapter,
     StepEnd,
     StepStart,
+    TextBlock,
     ToolCall,
     ToolResult,
+    ToolResultBlock,
+    ToolUseBlock,
     TurnEnd,
     TurnStart,
     UserMessage,
+    boot_app,
+    canonical_header,
+    render_prompt,
 )
+from harness.agent._apps import app_config
 from harness.scenarios._formats import (
     SYSTEM_TOKEN,
     TIME_TOKEN,

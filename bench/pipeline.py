@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.agent._session import StepStart
+from harness.agent import StepStart
 from harness.scenarios._formats import Fixture, load_fixture
 from harness.scenarios._replay import replay_fixture
 

@@ -1,8 +1,20 @@
-"""harness: prove an LLM agent's request headers are byte-stable.
+"""harness: prove an LLM agent's request headers are byte-stable, and keep them so in CI.
 
-`harness.prove_stable(build, units, permutations=N, seed=...)` is the entry point for agents built
-on the provider SDKs; `harness.agent` is the reference runtime; the pytest plugin lives in
-`harness.pytest_plugin`. Names are imported on first use, so `import harness` stays cheap.
+General layout (each wing one pipeline; `_`-prefixed modules are private):
+  agent/          the reference agent runtime (SPEC part A); imports nothing else from harness
+  scenarios/      its pipeline: run, record, formats, validation, replay, pins, shuffle, check, demo
+  prove/          prove_stable on unmodified code; perturb/ holds the sources of order it moves
+  capture/        SDK traffic: interception, cassettes, matching, the prefix-chain gate
+  providers/      one registered module per provider: which requests, cache order, hit signal
+  drift/          the comparator and the drift report (raw values; redaction at the printer)
+  pytest_plugin/  hooks, fixtures, markers, the run state, the summary; cli/: `harness`
+  _views _reasons _errors _files _paths _secrets _printer _ci ...   the shared bottom
+Data flows one way: runtime events -> recorder -> fixture -> replay -> drift report, and
+client -> capture -> cassette -> providers -> prefix chain -> drift report.
+
+The public names live in five faces, each name in one: `harness` (below: the proof, the record
+mode, the cache view, the errors), `harness.capture`, `harness.providers`, `harness.drift` and
+`harness.agent`. Names are imported on first use, so `import harness` stays cheap.
 """
 
 from __future__ import annotations
@@ -11,19 +23,31 @@ from importlib import import_module
 from typing import Any
 
 _EXPORTS = {
+    # the proof
     "prove_stable": "harness.prove._stable",
-    "HeaderDrift": "harness.prove._stable",
-    "CaptureSession": "harness.capture",
-    "CaptureConfig": "harness.capture",
-    "current_session": "harness.capture",
-    "check_prefix_chain": "harness.capture._prefix",
-    "prefix_chain": "harness.capture._prefix",
-    "view_of_body": "harness.providers",
-    "register_provider": "harness.providers",
-    "compare": "harness.drift",
-    "DriftReport": "harness.drift",
+    "StabilityResult": "harness.prove._stable",
+    "PerturbationWarning": "harness.prove._stable",
+    "HeaderDrift": "harness.prove._run_diff",
+    # what a run may write
+    "RecordMode": "harness._record_mode",
+    # the cache view
     "CacheView": "harness._views",
+    "RequestSplit": "harness._views",
+    "canonical_bytes": "harness._views",
+    "view_of_header": "harness._views",
+    "view_of_request": "harness._views",
+    # errors and warnings a user can meet
     "HarnessError": "harness._errors",
+    "UsageError": "harness._errors",
+    "FixtureError": "harness._errors",
+    "InvalidScenario": "harness._errors",
+    "WriteRefused": "harness._errors",
+    "WriteFailed": "harness._errors",
+    "UnsafeName": "harness._errors",
+    "SecretLeak": "harness._errors",
+    "HashSeedError": "harness._errors",
+    "Drift": "harness._errors",
+    "SecretWarning": "harness._files",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -34,3 +58,7 @@ def __getattr__(name: str) -> Any:
     if module is None:
         raise AttributeError(f"module 'harness' has no attribute {name!r}")
     return getattr(import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -1,8 +1,5 @@
-"""Modes, CI detection, and the one writer of GitHub Actions output.
+"""CI detection, and the one writer of GitHub Actions output.
 
-- `Mode`: what a run may do with recordings. `check` replays and compares and never writes;
-  `record` records anew; `update` rewrites what changed; `update-new-only` records only what is
-  missing. The writing modes are refused under CI.
 - `detect_ci()`: whether this is a CI run, and which variable said so (a CI service's own variable,
   or the generic `CI`; `CI=false` and `CI=0` are not CI: decision 0010). CI never writes, and
   every refusal names the variable.
@@ -18,21 +15,17 @@ import hashlib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Final
 
-from harness._errors import UsageError, WriteRefused
+from harness._errors import WriteRefused
 
 __all__ = [
     "CI_GENERIC",
     "CI_OPT_OUT",
     "CI_SERVICES",
     "CI_VARIABLES",
-    "MODES",
     "STEP_SUMMARY_LIMIT",
-    "WRITING_MODES",
     "CiRun",
-    "Mode",
     "actions_safe",
     "annotation",
     "bounded_summary",
@@ -44,29 +37,6 @@ __all__ = [
     "writes_allowed",
 ]
 
-
-class Mode(StrEnum):
-    CHECK = "check"
-    RECORD = "record"
-    UPDATE = "update"
-    UPDATE_NEW_ONLY = "update-new-only"
-
-    @property
-    def writes(self) -> bool:
-        return self is not Mode.CHECK
-
-    @classmethod
-    def parse(cls, value: str, *, what: str = "mode") -> Mode:
-        """The mode named `value`; a UsageError listing the valid ones otherwise."""
-        try:
-            return cls(value)
-        except ValueError:
-            valid = ", ".join(mode.value for mode in cls)
-            raise UsageError(f"unknown {what} {value!r}; expected one of {valid}") from None
-
-
-MODES: Final = tuple(mode.value for mode in Mode)
-WRITING_MODES: Final = tuple(mode.value for mode in Mode if mode.writes)
 
 # The service's own variable: the CI service sets it, so any non-empty value means that service
 # (a job on GitHub Actions is CI whatever `CI` says). Most-specific first, so a message names the

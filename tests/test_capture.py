@@ -18,6 +18,7 @@ import openai
 import pytest
 from stand_ins import anthropic_message
 
+from harness import CacheView
 from harness._errors import FixtureError
 from harness._files import decode
 from harness.capture import (
@@ -33,12 +34,9 @@ from harness.capture import (
     cassette_path_for,
     check_prefix_chain,
     current_session,
-    detect_provider,
     scan_secrets,
-    split_request,
-    view_of_body,
 )
-from harness.drift import CacheView
+from harness.providers import detect_provider, split_request, view_of_body
 
 ANTHROPIC_URL = "https://api.anthropic.com/v1/messages"
 CHAT_URL = "https://api.openai.com/v1/chat/completions"

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from harness._ci import Mode, annotation, detect_ci, write_step_summary
+from harness import RecordMode as Mode
+from harness._ci import annotation, detect_ci, write_step_summary
 from harness._errors import UsageError
 
 

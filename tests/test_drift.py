@@ -10,18 +10,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pointer_oracle import MISSING, child, member_span, pointer_tokens
 
-from harness.agent import LlmConfig, Request, ToolSchema, canonical_header
-from harness.agent._header import Message, TextBlock
+from harness import CacheView, canonical_bytes, view_of_header, view_of_request
+from harness.agent import LlmConfig, Message, Request, TextBlock, ToolSchema, canonical_header
 from harness.drift import (
-    CacheView,
     DriftReport,
     Reproduce,
-    canonical_bytes,
     compare,
     compare_values,
     first_difference,
-    view_of_header,
-    view_of_request,
     volatile_hints,
 )
 

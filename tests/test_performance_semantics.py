@@ -26,6 +26,8 @@ from harness._errors import FixtureError
 from harness.agent import (
     ASSEMBLE_EVENT,
     TOOL_ORDER_REST,
+    AgentError,
+    AssistantMessage,
     Context,
     Conversation,
     FrozenDict,
@@ -37,39 +39,37 @@ from harness.agent import (
     PromptAssembly,
     PromptAssemblyError,
     PromptRenderError,
+    RequestHeader,
     ScriptedAdapter,
     Section,
     Session,
+    StepEnd,
+    StepStart,
     SystemPrompt,
     SystemPromptConfig,
+    TextBlock,
+    ToolCall,
     ToolOrderError,
+    ToolResult,
     ToolRuntime,
     ToolSchema,
+    ToolUseBlock,
+    TurnEnd,
+    TurnStart,
+    UserMessage,
     canonical_header,
     deep_freeze,
     derive_messages,
     fold_header,
+    header_bytes,
     header_equals,
     is_deep_frozen,
     order_tools,
     render_prompt,
 )
 from harness.agent._frozen import extend_frozen
-from harness.agent._header import TextBlock, ToolUseBlock, header_bytes, messages_json
-from harness.agent._session import (
-    AgentError,
-    AssistantMessage,
-    EventLog,
-    RequestHeader,
-    StepEnd,
-    StepStart,
-    ToolCall,
-    ToolResult,
-    TurnEnd,
-    TurnStart,
-    UserMessage,
-    has_header,
-)
+from harness.agent._header import messages_json
+from harness.agent._session import EventLog, has_header
 from harness.agent._system_prompt import check_assembly
 from harness.scenarios._formats import (
     LogFile,

@@ -1,10 +1,10 @@
 """The plugin loads with every pytest run, so importing it must not load the harness itself.
 
-Every project that installs the package pays for `harness.pytest_plugin` at each pytest start, most of
-them in runs that never touch a scenario. Its imports stay at pytest, the standard library and
+Every project that installs the package pays for `harness.pytest_plugin` at each pytest start, most
+of them in runs that never touch a scenario. Its imports stay at pytest, the standard library and
 the harness's small bottom modules; the runtime, the file codec (msgspec, the secret scan) and
-asyncio load on first use. Measured as time in `bench/` (`pytest_startup_added_ms`); here as
-the set of modules, which does not depend on the machine.
+asyncio load on first use. Measured as time in `bench/` (`pytest_startup_added_ms`); here as the set
+of modules, which does not depend on the machine.
 """
 
 from __future__ import annotations

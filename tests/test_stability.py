@@ -13,10 +13,10 @@ import httpx2
 import pytest
 from stand_ins import anthropic_message
 
+from harness import CacheView
 from harness._files import decode
 from harness.agent import Header, LlmConfig, Request, ToolSchema
 from harness.capture import CaptureFile, CaptureSession, current_session
-from harness.drift import CacheView
 from harness.prove._builds import unit_name, view_of_value
 from harness.prove._run_diff import HeaderDrift
 from harness.prove._stable import (

@@ -23,11 +23,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness._ci import MODES
 from harness._errors import CaptureError, CassetteMismatch, CassetteMissing
 from harness._errors import CassetteSecretLeak as SecretLeak
 from harness._secrets import REDACTED, Redaction, SecretFinding, scan_secrets
-from harness._views import RequestSplit
 from harness.capture._captured import Captured, split_exchange
 from harness.capture._cassette import (
     CaptureFile,
@@ -55,10 +53,8 @@ from harness.capture._prefix import (
 )
 from harness.capture._proof import ProofRun, current_session
 from harness.capture._session import CaptureSession, Finished
-from harness.providers import detect_provider, split_request, view_of_body
 
 __all__ = [
-    "MODES",
     "REDACTED",
     "CacheViewMatcher",
     "CaptureConfig",
@@ -81,21 +77,17 @@ __all__ = [
     "Proof",
     "ProofRun",
     "Redaction",
-    "RequestSplit",
     "SecretFinding",
     "SecretLeak",
     "cassette_path_for",
     "check_prefix_chain",
     "current_session",
-    "detect_provider",
     "load_cassette",
     "matcher_named",
     "prefix_chain",
     "register_matcher",
     "scan_secrets",
     "split_exchange",
-    "split_request",
-    "view_of_body",
 ]
 
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from harness._errors import CaptureError, CassetteMissing
+from harness._record_mode import RecordMode
 from harness.capture._captured import Captured
 from harness.capture._cassette import CaptureFile, Exchange, HttpResponse, Proof, redacted
 from harness.capture._matching import describe_mismatch, same_route
@@ -67,7 +68,7 @@ class ProofState:
         captured.source = "proof"
         self.captured.append(captured)
         reference = self.reference if build > 0 else list(self.recorded or ())
-        if build == 0 and session.mode == "record":
+        if build == 0 and session.mode is RecordMode.RECORD:
             return self._forward(captured)
         index = self._pick(reference, captured, session)
         if index is not None:
@@ -75,7 +76,7 @@ class ProofState:
             recorded = reference[index].request
             if (
                 build == 0
-                and session.mode in ("check", "update-new-only")
+                and session.mode in (RecordMode.CHECK, RecordMode.UPDATE_NEW_ONLY)
                 and not session.matcher.matches(recorded, captured, session.redaction)
             ):
                 error = describe_mismatch(
@@ -87,13 +88,13 @@ class ProofState:
                 )
                 if all(str(error) != str(known) for known in session.errors):
                     session.errors.append(error)
-            if build == 0 and session.mode == "update":
+            if build == 0 and session.mode is RecordMode.UPDATE:
                 self.out.append(Exchange(session.request_of(captured), reference[index].response))
-            elif build == 0 and session.mode == "update-new-only":
+            elif build == 0 and session.mode is RecordMode.UPDATE_NEW_ONLY:
                 self.out.append(reference[index])
             return Ticket(captured, reference[index].response)
         if build == 0:
-            if session.mode == "check":
+            if session.mode is RecordMode.CHECK:
                 raise CassetteMissing(
                     f"prove_stable call {self.number + 1}: request {captured.number}"
                     f" ({captured.method} {captured.path}) has no recorded answer in cassette"

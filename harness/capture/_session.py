@@ -26,9 +26,9 @@ from typing import Any, NamedTuple
 import msgspec
 
 from harness._body_text import scan_exchanges
-from harness._ci import Mode
 from harness._errors import CaptureError, CassetteMissing, CassetteSecretLeak
 from harness._files import encode, read
+from harness._record_mode import RecordMode
 from harness._secrets import Redaction
 from harness._views import CacheView
 from harness.capture._captured import Captured, split_exchange
@@ -80,7 +80,7 @@ class CaptureSession:
         self,
         *,
         cassette: Path | None = None,
-        mode: str = "record",
+        mode: RecordMode | str = RecordMode.RECORD,
         writes_allowed: bool = True,
         upstream: object | None = None,
         recorded: CaptureFile | None = None,
@@ -89,10 +89,10 @@ class CaptureSession:
         record_hint: str = "record it: run the tests in record or update-new-only mode",
         config: CaptureConfig | None = None,
     ) -> None:
-        wanted = Mode.parse(mode, what="capture mode")
+        wanted = RecordMode.parse(mode, what="capture mode")
         self.config = config or CaptureConfig()
         self.cassette = cassette
-        self.mode: str = wanted.value if writes_allowed else Mode.CHECK.value
+        self.mode = wanted if writes_allowed else RecordMode.CHECK
         self.writes_allowed = writes_allowed
         self.upstream = upstream
         self.redaction = redaction or self.config.redaction()
@@ -108,7 +108,7 @@ class CaptureSession:
         if (
             recorded is None
             and cassette is not None
-            and self.mode != "record"
+            and self.mode is not RecordMode.RECORD
             and cassette.exists()
         ):
             self._recorded = read(cassette, CaptureFile)
@@ -120,7 +120,7 @@ class CaptureSession:
         self._boundaries: list[int] = []
         self._proofs: list[ProofState] = []
         self._default_upstreams: dict[tuple[str, bool], object] = {}
-        if self.mode == "update-new-only" and self._recorded is not None:
+        if self.mode is RecordMode.UPDATE_NEW_ONLY and self._recorded is not None:
             self._out = list(self._recorded.exchanges)
 
     @classmethod
@@ -252,7 +252,7 @@ class CaptureSession:
             number = len(self._proofs)
             recorded: tuple[Exchange, ...] | None = None
             known = self._recorded.proofs if self._recorded is not None else ()
-            if self.mode != "record" and number < len(known):
+            if self.mode is not RecordMode.RECORD and number < len(known):
                 recorded = known[number].exchanges or None
             state = ProofState(number=number, units=tuple(units), recorded=recorded)
             self._proofs.append(state)
@@ -267,7 +267,7 @@ class CaptureSession:
         """
         breaks = self.prefix_breaks()
         files: list[tuple[Path, bytes]] = []
-        if self.cassette is not None and self.mode != "check" and not self.errors:
+        if self.cassette is not None and self.mode is not RecordMode.CHECK and not self.errors:
             data = self.encoded()
             if data is not None:
                 try:
@@ -282,13 +282,13 @@ class CaptureSession:
         """The cassette this run would write (unredacted, in memory), or None for nothing new."""
         with self.lock:
             new_proof = any(state.appended for state in self._proofs)
-            if self.mode == "update-new-only" and not (self._appended or new_proof):
+            if self.mode is RecordMode.UPDATE_NEW_ONLY and not (self._appended or new_proof):
                 return None
             proofs = [
                 Proof(units=state.units, exchanges=tuple(state.out or state.recorded or ()))
                 for state in self._proofs
             ]
-            if self.mode == "update-new-only" and self._recorded is not None:
+            if self.mode is RecordMode.UPDATE_NEW_ONLY and self._recorded is not None:
                 proofs += self._recorded.proofs[len(proofs) :]  # never drop what was recorded
             while proofs and not proofs[-1].exchanges:
                 proofs.pop()
@@ -381,9 +381,9 @@ class CaptureSession:
 
     def _answer(self, captured: Captured) -> Ticket:
         recorded = self._recorded.exchanges if self._recorded is not None else ()
-        if self.mode == "record":
+        if self.mode is RecordMode.RECORD:
             return Ticket(captured, None, self._out.append)
-        if self.mode == "update":
+        if self.mode is RecordMode.UPDATE:
             key = (captured.method, captured.path)
             index = positions(recorded, captured, self._positions.get(key, 0))
             self._positions[key] = len(recorded) if index is None else index + 1
@@ -396,7 +396,7 @@ class CaptureSession:
         if index is not None:
             captured.source = "cassette"
             return Ticket(captured, recorded[index].response)
-        if self.mode == "update-new-only":
+        if self.mode is RecordMode.UPDATE_NEW_ONLY:
 
             def append(exchange: Exchange) -> None:
                 self._out.append(exchange)

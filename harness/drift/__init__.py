@@ -9,11 +9,10 @@
 - `harness.drift._report` and `harness.drift._render`: the report struct and its text, Markdown
   and JSON forms.
 
-The cache view itself (`CacheView`, `canonical_bytes`, `view_of_header`, `view_of_request`) lives
-in `harness._views` and is re-exported here, as before.
+Comparisons take cache views (`harness.CacheView`, `harness.view_of_header`, ...), exported by
+`harness` itself.
 """
 
-from harness._views import CacheView, canonical_bytes, view_of_header, view_of_request
 from harness.drift._compare import compare, compare_values
 from harness.drift._hints import volatile_hints
 from harness.drift._locate import MARKER, first_byte_difference, first_difference
@@ -21,15 +20,11 @@ from harness.drift._report import DriftReport, Reproduce
 
 __all__ = [
     "MARKER",
-    "CacheView",
     "DriftReport",
     "Reproduce",
-    "canonical_bytes",
     "compare",
     "compare_values",
     "first_byte_difference",
     "first_difference",
-    "view_of_header",
-    "view_of_request",
     "volatile_hints",
 ]

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 
 from harness._errors import HashSeedError
+from harness._record_mode import RecordMode
 from harness._views import CacheView
 from harness.prove._builds import Observed, call_build, observed_of, resolve, unit_name
 
@@ -204,7 +205,7 @@ def _child(payload: dict[str, Any]) -> int:
         if payload.get("reference"):
             data = str(payload["reference"]).encode("utf-8")
             recorded = decode(data, CaptureFile, "<reference answers>")
-            session = CaptureSession(mode="check", recorded=recorded)
+            session = CaptureSession(mode=RecordMode.CHECK, recorded=recorded)
             proof = session.proving([unit_name(unit) for unit in units or ()])
             with proof.build(0) as sent:
                 result = call_build(build, *args)

@@ -17,7 +17,7 @@ from harness.providers._base import CacheUsage, Headers, Provider, header_pairs,
 from harness.providers._bedrock import BEDROCK
 from harness.providers._deepseek import DEEPSEEK
 from harness.providers._gemini import GEMINI
-from harness.providers._openai import OPENAI_CHAT, OPENAI_RESPONSES
+from harness.providers._openai import OPENAI_CHAT, OPENAI_RESPONSES, PerRunCacheKeyWarning
 from harness.providers._registry import (
     ENTRY_POINT_GROUP,
     ProviderWarning,
@@ -40,9 +40,9 @@ __all__ = [
     "OPENAI_CHAT",
     "OPENAI_RESPONSES",
     "CacheUsage",
+    "PerRunCacheKeyWarning",
     "Provider",
     "ProviderWarning",
-    "RequestSplit",
     "cache_usage",
     "detect_provider",
     "host_matches",

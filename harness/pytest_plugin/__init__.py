@@ -24,13 +24,10 @@ from typing import Any
 
 import pytest
 
-from harness._ci import (
-    MODES,
-    WRITING_MODES,
-    detect_ci,
-)
+from harness._ci import detect_ci
 from harness._distribution import install_command
 from harness._errors import FixtureError, HarnessError
+from harness._record_mode import RecordMode
 from harness.pytest_plugin._api import (
     DEFAULT_SHUFFLE,
     PROP_MOVES,
@@ -66,7 +63,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("harness", "harness: prove request headers are byte-stable")
     group.addoption(
         "--harness-mode",
-        choices=MODES,
+        choices=RecordMode.values(),
         default=None,
         help="check (default): replay and compare, never write; record: record every scenario "
         "anew; update: rewrite what changed; update-new-only: record only missing scenarios. "
@@ -102,7 +99,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "run that collected the whole project and in which every test passed; without it "
         "unused recordings are only listed",
     )
-    parser.addini("harness_mode", "default --harness-mode", default="check")
+    parser.addini("harness_mode", "default --harness-mode", default=RecordMode.CHECK.value)
     parser.addini("harness_shuffle", "default --harness-shuffle", default=str(DEFAULT_SHUFFLE))
     parser.addini("harness_seed", "default --harness-seed", default="")
     parser.addini("harness_fixtures", "default --harness-fixtures", default="fixtures")
@@ -132,7 +129,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "harness_capture_config for this test",
     )
     settings = settings_from(config)
-    if config.getoption("harness_delete_unused") and settings.mode not in WRITING_MODES:
+    if config.getoption("harness_delete_unused") and not settings.mode.writes:
         raise pytest.UsageError(
             f"harness: {DELETE_FLAG} deletes files, and --harness-mode={settings.mode} never"
             " writes; run it with --harness-mode=update"
@@ -257,7 +254,7 @@ class ScenarioFile(pytest.File):
 
         settings = self.config.stash[SETTINGS]
         try:
-            fixture = load_fixture(self.path.parent, scenario_only=settings.mode in WRITING_MODES)
+            fixture = load_fixture(self.path.parent, scenario_only=settings.mode.writes)
         except FixtureError as error:
             raise self.CollectError(shown(f"harness: {error}")) from None
         yield ScenarioItem.from_parent(self, name=fixture.scenario.name)
@@ -429,7 +426,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if _refused_deletions() and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED  # syrupy was asked to delete under CI
     config.stash[_UNUSED] = after_run(
-        session, config.stash[RUN], settings.fixtures, writing=settings.mode in WRITING_MODES
+        session, config.stash[RUN], settings.fixtures, writing=settings.mode.writes
     )
 
 

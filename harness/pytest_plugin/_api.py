@@ -3,8 +3,8 @@
 - `Settings`: the run's mode, shuffle count, seed and fixtures folder, and what the controller
   collects from the tests' reports (drift, written files, used recordings).
 - `AgentHarness` (`agent_harness`): check a scenario on the reference runtime through the one
-  orchestration (`harness.scenarios._check`), hand the files it wants written to the controller, and fail
-  the test with the drift report.
+  orchestration (`harness.scenarios._check`), hand the files it wants written to the
+  controller, and fail the test with the drift report.
 - `RegistrationShuffle` (`registration_shuffle`): seeded orders for this test, and
   `assert_stable(build, units)`.
 
@@ -26,8 +26,9 @@ from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeVar
 
 import pytest
 
-from harness._ci import MODES, WRITING_MODES, actions_safe, detect_ci
-from harness._errors import HarnessError
+from harness._ci import actions_safe, detect_ci
+from harness._errors import HarnessError, UsageError
+from harness._record_mode import RecordMode
 
 if TYPE_CHECKING:
     from harness._files import FileContents
@@ -52,7 +53,7 @@ DEFAULT_SHUFFLE: Final = 8
 
 @dataclass
 class Settings:
-    mode: str
+    mode: RecordMode
     shuffle: int
     seed: int
     seed_source: str  # "pytest-randomly", "--harness-seed", "last run", "random"
@@ -87,13 +88,15 @@ class Settings:
 
 def settings_from(config: pytest.Config) -> Settings:
     """The run's settings from its options and ini values; a UsageError for a bad one."""
-    mode = str(_option(config, "mode"))
-    if mode not in MODES:
+    value = str(_option(config, "mode"))
+    try:
+        mode = RecordMode.parse(value)
+    except UsageError:
         raise pytest.UsageError(
-            f"harness: harness_mode must be one of {', '.join(MODES)}, not {mode!r}"
-        )
+            f"harness: harness_mode must be one of {RecordMode.listed()}, not {value!r}"
+        ) from None
     found = detect_ci()
-    if mode in WRITING_MODES and found is not None:
+    if mode.writes and found is not None:
         raise pytest.UsageError(
             f"harness: --harness-mode={mode} writes fixtures, and this is a CI run"
             f" ({found.describe()}). CI never writes: run `pytest --harness-mode=update` "

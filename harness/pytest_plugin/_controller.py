@@ -4,7 +4,8 @@ Tests talk to it through their reports' `user_properties` (plain data, it crosse
 to write, drift found, recordings used, `moves_header` reasons, the prefix chain's coverage. It
 writes atomically, and only in a writing mode outside CI; two tests asking for different bytes
 in one file (two scenarios owning one pin) keep the first and report the second. It also keeps
-the `RunRecord` that decides which recordings the run proved unused (`harness.pytest_plugin._unused`).
+the `RunRecord` that decides which recordings the run proved unused
+(`harness.pytest_plugin._unused`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from harness._ci import WRITING_MODES, writes_allowed
+from harness._ci import writes_allowed
 from harness._errors import HarnessError
 from harness.pytest_plugin._api import (
     PROP_CHAIN,
@@ -48,7 +49,7 @@ class Controller:
         settings = self.settings
         value: Any
         for key, value in report.user_properties:
-            if key == PROP_WRITE and settings.mode in WRITING_MODES and writes_allowed():
+            if key == PROP_WRITE and settings.mode.writes and writes_allowed():
                 self._write(Path(value["path"]), base64.b64decode(value["data"]), report.nodeid)
             elif key == PROP_DRIFT:
                 settings.drifts.append(value)

@@ -9,12 +9,12 @@ scenarios) and the benchmark all check a scenario here:
 4. run the registration shuffle;
 5. judge, with the one rule for a scenario that expects to be unstable: it passes when the
    rebuild or the shuffle caught it and nothing errored.
-Before a writing mode records anything, the scenario must make sense (`harness.scenarios._validation`) and
-its folder must be a real folder (`paths.refuse_linked_folder`); no other scenario beside it may
-own its pin with other bytes (`refuse_second_owner`). `update` also rewrites a scenario.json that
-changed while its replay still passes.
-Nothing here writes a file: `ScenarioCheck.files` holds what a writing mode wants written, for
-the caller to write (the CLI directly, the plugin on its controller process).
+Before a writing mode records anything, the scenario must make sense
+(`harness.scenarios._validation`) and its folder must be a real folder
+(`paths.refuse_linked_folder`); no other scenario beside it may own its pin with other bytes
+(`refuse_second_owner`). `update` also rewrites a scenario.json that changed while its replay still
+passes. Nothing here writes a file: `ScenarioCheck.files` holds what a writing mode wants written,
+for the caller to write (the CLI directly, the plugin on its controller process).
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from pathlib import Path
 
 import msgspec
 
-from harness._ci import Mode
 from harness._errors import HarnessError
 from harness._files import FileContents, decode, encode, read_checked
 from harness._paths import refuse_linked_folder
+from harness._record_mode import RecordMode
 from harness._secrets import refuse_secrets
 from harness.agent._llm import ScriptedAdapter
 from harness.scenarios._formats import (
@@ -118,7 +118,7 @@ def judge(
     command: str | None = None,
     files: list[FileContents] | None = None,
 ) -> ScenarioCheck:
-    """The verdict on a replay and a shuffle (see `harness.scenarios._replay.verdict` for the rule)."""
+    """The verdict on a replay and a shuffle (`harness.scenarios._replay.verdict` is the rule)."""
     findings = list(result.findings)
     if shuffle is not None and not shuffle.stable:
         findings.append(shuffle_finding(shuffle, command))
@@ -164,7 +164,7 @@ def _shuffle(fixture: Fixture, count: int, seed: int, command: str | None) -> Sh
 def check_scenario(
     folder: Path,
     declared: Scenario,
-    mode: Mode | str,
+    mode: RecordMode | str,
     *,
     shuffle: int,
     seed: int,
@@ -172,14 +172,14 @@ def check_scenario(
     moves_header: str | None = None,
 ) -> ScenarioCheck:
     """Check the scenario `declared` in `folder` as `mode` says (see the module doc)."""
-    mode = Mode.parse(str(mode))
+    mode = RecordMode.parse(mode)
     check_scenario_input(declared, folder / SCENARIO_FILE)
     recorded = (folder / LOG_FILE).exists()
     files: list[FileContents] = []
     staged: Pin | None = None
     if mode.writes:
         refuse_linked_folder(folder)
-    if mode is Mode.RECORD or (mode is Mode.UPDATE_NEW_ONLY and not recorded):
+    if mode is RecordMode.RECORD or (mode is RecordMode.UPDATE_NEW_ONLY and not recorded):
         fixture, staged, files = _record(folder, declared)
     elif not recorded:
         raise ScenarioProblem(
@@ -190,10 +190,10 @@ def check_scenario(
     else:
         fixture = _load(folder, declared, mode)
     result = replay_fixture(fixture, pin=staged, missing_pin_ok=mode.writes)
-    if mode is Mode.UPDATE and not result.ok:
+    if mode is RecordMode.UPDATE and not result.ok:
         fixture, staged, files = _update(folder, fixture, result)
         result = replay_fixture(fixture, pin=staged, missing_pin_ok=True)
-    elif mode is Mode.UPDATE and _input_changed(folder, declared):
+    elif mode is RecordMode.UPDATE and _input_changed(folder, declared):
         # The replay still passes with the test's scenario: only scenario.json is stale, and
         # `check` would keep asking for an update that never wrote it.
         files = [(folder / SCENARIO_FILE, encode(declared))]
@@ -262,11 +262,11 @@ def _differs(path: Path, data: bytes) -> bool:
         return True
 
 
-def _load(folder: Path, declared: Scenario, mode: Mode) -> Fixture:
+def _load(folder: Path, declared: Scenario, mode: RecordMode) -> Fixture:
     fixture = load_fixture(folder)
     if encode(fixture.scenario) == encode(declared):
         return fixture
-    if mode is Mode.UPDATE:
+    if mode is RecordMode.UPDATE:
         return msgspec.structs.replace(fixture, scenario=declared)
     raise ScenarioProblem(
         f"the scenario {declared.name!r} in this test differs from {folder / SCENARIO_FILE};"

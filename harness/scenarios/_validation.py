@@ -1,14 +1,14 @@
 """A scenario that decodes but cannot run is bad input: one line naming the file and the field.
 
-msgspec checks a scenario file's shape (`harness.scenarios._formats.Scenario`). What it cannot check is
-whether the runtime can boot the scenario at all: its `config` against its app preset (strict,
-so an unknown key such as `temperature` or a value of the wrong type is refused), the shape of
+msgspec checks a scenario file's shape (`harness.scenarios._formats.Scenario`). What it cannot check
+is whether the runtime can boot the scenario at all: its `config` against its app preset (strict, so
+an unknown key such as `temperature` or a value of the wrong type is refused), the shape of
 `tool_order` (no name twice, exactly one `<unlisted-tools>` rest entry), and plugin names (none
 empty, none twice). Without this check such a scenario fails deep inside a run, as a traceback
-(`harness record`) or as a drift finding (`harness check`, exit 1); with it, every reader refuses
-it as it refuses a corrupt file (`InvalidScenario`, exit 2 in the CLI, a collection error in
-pytest). A scenario whose turn fails on purpose (a tool order naming an unregistered tool, the
-shipped `bad-tool-order`) boots, and stays valid.
+(`harness record`) or as a drift finding (`harness check`, exit 1); with it, every reader refuses it
+as it refuses a corrupt file (`InvalidScenario`, exit 2 in the CLI, a collection error in pytest). A
+scenario whose turn fails on purpose (a tool order naming an unregistered tool, the shipped
+`bad-tool-order`) boots, and stays valid.
 """
 
 from __future__ import annotations

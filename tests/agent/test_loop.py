@@ -22,6 +22,7 @@ from harness.agent import (
     TOOL_ORDER_REST,
     Agent,
     AgentCoreConfig,
+    AgentError,
     AgentLoop,
     CliAppConfig,
     Context,
@@ -30,13 +31,22 @@ from harness.agent import (
     LoadSchedule,
     PromptAssembly,
     Request,
+    RequestHeader,
     ScriptedAdapter,
     ScriptedReply,
     ScriptedToolCall,
     Session,
+    StepEnd,
+    StepStart,
+    TextBlock,
     ToolOrderError,
+    ToolResult,
+    ToolResultBlock,
     ToolSchema,
+    ToolUseBlock,
     TuiAppConfig,
+    TurnEnd,
+    UserMessage,
     boot_agent,
     boot_app,
     canonical_header,
@@ -44,16 +54,6 @@ from harness.agent import (
     derive_messages,
     is_deep_frozen,
     register_tool,
-)
-from harness.agent._header import TextBlock, ToolResultBlock, ToolUseBlock
-from harness.agent._session import (
-    AgentError,
-    RequestHeader,
-    StepEnd,
-    StepStart,
-    ToolResult,
-    TurnEnd,
-    UserMessage,
 )
 
 REST = TOOL_ORDER_REST

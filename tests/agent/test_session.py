@@ -14,29 +14,30 @@ from hypothesis import strategies as st
 
 from harness.agent import (
     SESSION_EVENT,
+    AssistantMessage,
     Context,
     FrozenDict,
     FrozenError,
     Header,
     LlmConfig,
+    Message,
+    RequestHeader,
     Session,
+    StepStart,
+    TextBlock,
+    ToolCall,
+    ToolResult,
+    ToolResultBlock,
     ToolSchema,
+    ToolUseBlock,
+    TurnStart,
+    UserMessage,
     canonical_header,
     deep_freeze,
     derive_messages,
     fold_header,
     header_equals,
     is_deep_frozen,
-)
-from harness.agent._header import Message, TextBlock, ToolResultBlock, ToolUseBlock
-from harness.agent._session import (
-    AssistantMessage,
-    RequestHeader,
-    StepStart,
-    ToolCall,
-    ToolResult,
-    TurnStart,
-    UserMessage,
 )
 
 CONFIG = LlmConfig(provider="scripted", model="m")

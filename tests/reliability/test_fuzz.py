@@ -15,11 +15,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pointer_oracle import MISSING, child, member_span, pointer_tokens
 
+from harness import CacheView, canonical_bytes
 from harness._errors import FixtureError
 from harness._files import Versioned, decode, encode
 from harness.agent import TOOL_ORDER_REST, ToolOrderError, ToolSchema, order_tools
 from harness.capture import CaptureFile
-from harness.drift import CacheView, canonical_bytes, compare
+from harness.drift import compare
 from harness.scenarios._formats import AnswersFile, LogFile, RequestsFile, Scenario, ToolSchemasPin
 
 from .conftest import ROOT, SHIPPED_FIXTURES, SHIPPED_PINS
