@@ -1,8 +1,9 @@
 """`python -m bench`: the harness against its peers and against the floor, side by side.
 
 Prints the figures as Markdown; `--json PATH` also writes them as one JSON object, and
-`--write-readme` puts the Markdown between the README's bench markers. Progress goes to stderr,
-so stdout is exactly the Markdown. `--quick` is a smaller, shorter run.
+`--write-docs` puts the Markdown between the bench markers of `docs/benchmarks.md` (where the
+figures live; `--write-readme` is its old name, kept as an alias). Progress goes to stderr, so
+stdout is exactly the Markdown. `--quick` is a smaller, shorter run.
 """
 
 from __future__ import annotations
@@ -33,12 +34,13 @@ from bench.contest import Entrant, interleaved, whole
 from bench.figures import Figures, PeerFigure, Shape, SizeFigure, to_json
 from bench.floor import floor_check, verify
 from bench.machine import this_machine
-from bench.report import render, write_readme
+from bench.report import render, write_between_markers
 from harness.scenarios._formats import load_fixture
 from harness.scenarios._pins import Pin, load_pin
 from harness.scenarios._record import pins_root
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ROOT = Path(__file__).resolve().parent.parent
+FIGURES_PAGE = ROOT / "docs" / "benchmarks.md"  # the one page holding the bench markers
 
 
 @dataclass(frozen=True)
@@ -210,14 +212,22 @@ def run(plan: Plan, root: Path, command: str) -> Figures:
     )
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="smaller sizes, a shorter run")
-    parser.add_argument("--json", metavar="PATH", type=Path, help="also write the figures as JSON")
-    parser.add_argument(
-        "--write-readme", action="store_true", help="also write the table into README.md"
+def parser() -> argparse.ArgumentParser:
+    found = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    found.add_argument("--quick", action="store_true", help="smaller sizes, a shorter run")
+    found.add_argument("--json", metavar="PATH", type=Path, help="also write the figures as JSON")
+    found.add_argument(
+        "--write-docs",
+        "--write-readme",
+        dest="write_docs",
+        action="store_true",
+        help="also write the table into docs/benchmarks.md (--write-readme: the old name)",
     )
-    args = parser.parse_args(argv)
+    return found
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
     command = "python -m bench" + (" --quick" if args.quick else "")
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="harness-bench-") as folder:
@@ -227,9 +237,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json is not None:
         args.json.write_text(json.dumps(to_json(figures), indent=2) + "\n", encoding="utf-8")
         _say(f"wrote the figures to {args.json}")
-    if args.write_readme:
-        write_readme(README, text)
-        _say(f"wrote the table into {README}")
+    if args.write_docs:
+        write_between_markers(FIGURES_PAGE, text)
+        _say(f"wrote the table into {FIGURES_PAGE}")
     _say(f"done in {time.perf_counter() - started:,.0f} s")
     return 0
 

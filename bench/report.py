@@ -1,4 +1,4 @@
-"""The figures as Markdown (printed, and written into the README between markers)."""
+"""The figures as Markdown (printed, and written into `docs/benchmarks.md` between markers)."""
 
 from __future__ import annotations
 
@@ -255,11 +255,11 @@ def render(figures: Figures) -> str:
     return "\n".join(parts)
 
 
-def write_readme(readme: Path, text: str) -> None:
-    """Replace exactly what is between the bench markers with `text`."""
-    content = readme.read_text(encoding="utf-8")
+def write_between_markers(page: Path, text: str) -> None:
+    """Replace exactly what is between the bench markers of the Markdown `page` with `text`."""
+    content = page.read_text(encoding="utf-8")
     pattern = re.compile(re.escape(START) + r"\n.*?" + re.escape(END), re.DOTALL)
     if len(pattern.findall(content)) != 1:
-        raise ValueError(f"{readme} must hold exactly one {START} ... {END} block")
+        raise ValueError(f"{page} must hold exactly one {START} ... {END} block")
     replaced = pattern.sub(lambda _: f"{START}\n{text}\n{END}", content)
-    readme.write_text(replaced, encoding="utf-8")
+    page.write_text(replaced, encoding="utf-8")

@@ -22,7 +22,7 @@ from bench.__main__ import Plan, main, run
 from bench.bodies import dispatched_requests
 from bench.figures import goals, to_json
 from bench.floor import FloorUnsupported, floor_check, verify
-from bench.report import END, START, render, write_readme
+from bench.report import END, START, render, write_between_markers
 from harness._files import read, write
 from harness.agent import ToolSchema
 from harness.scenarios._formats import LOG_FILE, LogFile, load_fixture
@@ -187,15 +187,25 @@ def test_each_peer_fails_on_a_request_that_differs(
         assert checker.run() == 12
 
 
-def test_writing_the_readme_replaces_only_what_is_between_the_markers(
+def test_writing_the_figures_replaces_only_what_is_between_the_markers(
     tmp_path: Path,
 ) -> None:
-    readme = tmp_path / "README.md"
+    readme = tmp_path / "benchmarks.md"
     readme.write_text(f"# x\n\n## Figures\n\n{START}\nold\n{END}\n\n## After\n", encoding="utf-8")
-    write_readme(readme, "| a |\n|---|")
+    write_between_markers(readme, "| a |\n|---|")
     assert readme.read_text(encoding="utf-8") == (
         f"# x\n\n## Figures\n\n{START}\n| a |\n|---|\n{END}\n\n## After\n"
     )
     readme.write_text("no markers\n", encoding="utf-8")
     with pytest.raises(ValueError, match="exactly one"):
-        write_readme(readme, "x")
+        write_between_markers(readme, "x")
+
+
+def test_write_docs_and_its_old_name_write_the_one_block_of_docs_benchmarks() -> None:
+    import bench.__main__ as entry
+
+    assert entry.FIGURES_PAGE == entry.ROOT / "docs" / "benchmarks.md"
+    page = entry.FIGURES_PAGE.read_text(encoding="utf-8")
+    assert page.count(START) == page.count(END) == 1
+    for flag in ("--write-docs", "--write-readme"):
+        assert entry.parser().parse_args([flag]).write_docs
