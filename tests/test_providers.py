@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from harness._views import CacheView, RequestSplit
+from harness import CacheView, RequestSplit
 from harness.drift import compare
 from harness.prove._builds import view_of_value
 from harness.prove._run_diff import HeaderDrift
@@ -22,6 +22,7 @@ from harness.providers import (
     Provider,
     cache_usage,
     detect_provider,
+    provider_hosts,
     register_provider,
     registered_providers,
     split_request,
@@ -191,7 +192,7 @@ def test_the_harness_request_and_header_shapes_are_still_read_as_such() -> None:
     assert view_of_value(header).settings == {"provider": "p", "model": "m"}
 
 
-class Acme:
+class Acme(Provider):
     """A third party's provider: its own host, system then tools, the whole body the prefix."""
 
     name = "acme"
@@ -233,6 +234,42 @@ def test_after_unregistering_the_built_in_answers_again(acme: Provider) -> None:
 def test_something_that_is_not_a_provider_is_refused() -> None:
     with pytest.raises(ValueError, match="is not a provider"):
         register_provider(object())
+
+
+class DuckAcme:
+    """A provider written to the protocol before `Provider` was a base class: no subclass."""
+
+    name = "duck-acme"
+    hosts = "duck.acme.test"
+
+    def claims(self, body: Mapping[str, Any], url: str | None) -> bool:
+        return url is not None and "duck.acme.test" in url
+
+    def split(self, body: Mapping[str, Any], headers: Sequence[tuple[str, str]]) -> RequestSplit:
+        return RequestSplit.whole(CacheView({}, {"body": dict(body)}, provider=self.name))
+
+
+def test_a_provider_that_is_not_a_subclass_is_adopted_with_the_defaults() -> None:
+    adopted = register_provider(DuckAcme)
+    try:
+        assert isinstance(adopted, Provider) and isinstance(adopted.inner, DuckAcme)
+        assert detect_provider({"x": 1}, "https://duck.acme.test/v1") == "duck-acme"
+        assert cache_usage("duck-acme", {"cached": 1}) is None  # no usage: the default
+        assert "duck.acme.test" in provider_hosts()  # one string, read as one host
+    finally:
+        unregister_provider("duck-acme")
+    assert "duck.acme.test" not in provider_hosts()
+
+
+def test_a_subclass_without_claims_or_split_cannot_be_made() -> None:
+    class Half(Provider):
+        name = "half"
+
+        def claims(self, body: Mapping[str, Any], url: str | None) -> bool:
+            return False
+
+    with pytest.raises(TypeError, match="abstract"):
+        register_provider(Half)
 
 
 def _installed(tmp_path: Path, target: str) -> Path:

@@ -17,6 +17,7 @@ from harness._reasons import Reason, Vocabulary
 from harness._views import CacheView, RequestSplit
 from harness.providers._base import (
     CacheUsage,
+    Provider,
     breakpoints,
     integer,
     member,
@@ -36,7 +37,7 @@ _PROMPT: Final = frozenset({"tools", "system", "messages", "cache_control"})
 _MARKERS: Final = ("cache_control",)
 
 
-class AnthropicMessages:
+class AnthropicMessages(Provider):
     name = ANTHROPIC
     hosts = ("api.anthropic.com",)
     # A change of `tool_choice` or `thinking` invalidates only the messages cache (Anthropic's

@@ -1,20 +1,22 @@
-"""What a provider is to the harness: the `Provider` protocol and the parts providers share.
+"""What a provider is to the harness: the `Provider` base class and the parts providers share.
 
-A provider answers four questions about a request body (and the URL and headers it was sent
-with, when known):
+A provider answers about a request body (and the URL and headers it was sent with, when known):
 - `claims(body, url)`: is this request mine? By URL path and host when there is a URL, by the
   body's shape when there is none (a build that returns a body);
 - `split(body, headers)`: the request in my cache order (a `CacheView`: settings, then prompt
   blocks), and the cacheable prefix with its breakpoints (a `RequestSplit`);
-- `usage(response)`: the cache hit signal in a decoded response body, in my own words;
 - `name`: the name reports and cassettes use.
-
-Three optional parts, read with `getattr` so a provider written before them still works:
+Its optional parts are members with defaults, so a provider states only what it has:
+- `usage(response)`: the cache hit signal in a decoded response body (default: none);
+- `split_url(body, headers, url)`: `split` for a provider whose model lives in the URL path
+  (Gemini, Bedrock); by default the URL adds nothing;
 - `hosts`: the host names it answers on (`*` matches within a name: `*.openai.azure.com`); a
   capture session intercepts requests to these hosts (and to the hosts its config adds);
-- `reasons`: a `harness._reasons.Vocabulary`, the words it uses for what broke its cache;
-- `split_url(body, headers, url)`: `split` for a provider whose model lives in the URL path
-  (Gemini, Bedrock); `harness.providers.split_request` calls it when it is there.
+- `reasons`: a `harness._reasons.Vocabulary`, the words it uses for what broke its cache.
+
+A provider written to the earlier duck-typed protocol (an object with `name`, `claims`, `split`
+and `usage`, not a subclass) is still accepted by `register_provider`, through `Conforming`: the
+one place that reads such an object's optional parts.
 
 Settings that key the cache without being prompt text (model, thinking, reasoning effort, beta
 headers, service tier, `prompt_cache_key`, tool choice...) are the view's `settings`; per-request
@@ -25,17 +27,20 @@ note `docs/decisions/0005-capture.md` lists every key and why.
 from __future__ import annotations
 
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from fnmatch import fnmatchcase
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar
 from urllib.parse import unquote, urlsplit
 
 import msgspec
 
+from harness._reasons import Vocabulary
 from harness._views import RequestSplit
 
 __all__ = [
     "CacheUsage",
+    "Conforming",
     "Headers",
     "Point",
     "Provider",
@@ -44,6 +49,7 @@ __all__ = [
     "host_matches",
     "hosts_of",
     "point_pointer",
+    "reasons_of",
     "role",
     "settings_of",
     "truncate",
@@ -67,23 +73,85 @@ class CacheUsage(msgspec.Struct, frozen=True, omit_defaults=True):
     miss_reason: str | None = None
 
 
-@runtime_checkable
-class Provider(Protocol):
-    """A provider's request format and cache rules. Register one with `register_provider`."""
+class Provider(ABC):
+    """A provider's request format and cache rules. Subclass it and register an instance (or the
+    class) with `harness.providers.register_provider`; `claims` and `split` are required."""
 
     name: str
+    hosts: ClassVar[tuple[str, ...]] = ()
+    reasons: ClassVar[Vocabulary] = Vocabulary()
 
+    @abstractmethod
     def claims(self, body: Mapping[str, Any], url: str | None) -> bool:
         """Whether `body` (sent to `url`, if known) is a request of this provider."""
-        ...
 
+    @abstractmethod
     def split(self, body: Mapping[str, Any], headers: Sequence[tuple[str, str]]) -> RequestSplit:
         """The request in this provider's cache order, and its cacheable prefix."""
-        ...
+
+    def split_url(
+        self, body: Mapping[str, Any], headers: Sequence[tuple[str, str]], url: str | None
+    ) -> RequestSplit:
+        """`split`, for a request sent to `url` (a provider whose model is in the URL reads it)."""
+        return self.split(body, headers)
 
     def usage(self, response: Any) -> CacheUsage | None:
         """The cache hit signal in a decoded response body; None when it holds none."""
-        ...
+        return None
+
+
+class Conforming(Provider):
+    """A provider written to the duck-typed protocol (not a `Provider` subclass), adopted as one:
+    its optional `hosts`, `reasons`, `split_url` and `usage` are read here, once."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.name = inner.name
+        hosts = getattr(inner, "hosts", ())
+        self.own_hosts = (hosts,) if isinstance(hosts, str) else tuple(hosts or ())
+        reasons = getattr(inner, "reasons", None)
+        self.own_reasons = reasons if isinstance(reasons, Vocabulary) else Vocabulary()
+        self._split_url = getattr(inner, "split_url", None)
+        self._usage = getattr(inner, "usage", None)
+
+    @staticmethod
+    def conforms(value: Any) -> bool:
+        """Whether `value` has what every provider needs: a `name` string, `claims`, `split`."""
+        return (
+            isinstance(getattr(value, "name", None), str)
+            and callable(getattr(value, "claims", None))
+            and callable(getattr(value, "split", None))
+        )
+
+    def claims(self, body: Mapping[str, Any], url: str | None) -> bool:
+        return bool(self.inner.claims(body, url))
+
+    def split(self, body: Mapping[str, Any], headers: Sequence[tuple[str, str]]) -> RequestSplit:
+        found: RequestSplit = self.inner.split(body, headers)
+        return found
+
+    def split_url(
+        self, body: Mapping[str, Any], headers: Sequence[tuple[str, str]], url: str | None
+    ) -> RequestSplit:
+        if callable(self._split_url):
+            found = self._split_url(body, headers, url)
+            if isinstance(found, RequestSplit):
+                return found
+        return self.split(body, headers)
+
+    def usage(self, response: Any) -> CacheUsage | None:
+        found = self._usage(response) if callable(self._usage) else None
+        return found if isinstance(found, CacheUsage) else None
+
+
+def hosts_of(provider: Provider) -> tuple[str, ...]:
+    """The host patterns a provider answers on, lower-cased."""
+    hosts = provider.own_hosts if isinstance(provider, Conforming) else provider.hosts
+    return tuple(str(host).lower() for host in hosts)
+
+
+def reasons_of(provider: Provider) -> Vocabulary:
+    return provider.own_reasons if isinstance(provider, Conforming) else provider.reasons
 
 
 def header_pairs(headers: Headers | None) -> list[tuple[str, str]]:
@@ -117,14 +185,6 @@ def member(value: Any, *path: str) -> Any:
             return None
         value = value.get(key)
     return value
-
-
-def hosts_of(provider: object) -> tuple[str, ...]:
-    """The host patterns a provider answers on (its optional `hosts`), lower-cased."""
-    hosts = getattr(provider, "hosts", ())
-    if isinstance(hosts, str):
-        hosts = (hosts,)
-    return tuple(str(host).lower() for host in hosts or ())
 
 
 def host_matches(pattern: str, host: str) -> bool:

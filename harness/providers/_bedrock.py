@@ -24,6 +24,7 @@ from typing import Any, Final
 from harness._views import CacheView, RequestSplit
 from harness.providers._base import (
     CacheUsage,
+    Provider,
     breakpoints,
     integer,
     member,
@@ -49,7 +50,7 @@ def model_in(url: str | None) -> str | None:
     return model_in_path(_PATH, url)
 
 
-class BedrockConverse:
+class BedrockConverse(Provider):
     name = BEDROCK
     hosts = ("bedrock-runtime.*.amazonaws.com", "bedrock-runtime-fips.*.amazonaws.com")
 

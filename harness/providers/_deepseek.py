@@ -12,13 +12,13 @@ from typing import Any, Final
 from urllib.parse import urlsplit
 
 from harness._views import RequestSplit
-from harness.providers._base import CacheUsage, integer, member
+from harness.providers._base import CacheUsage, Provider, integer, member
 from harness.providers._openai import chat_path, split_chat
 
 DEEPSEEK: Final = "deepseek"
 
 
-class DeepSeek:
+class DeepSeek(Provider):
     name = DEEPSEEK
     hosts = ("api.deepseek.com",)
 

@@ -22,7 +22,15 @@ from typing import Any, Final
 
 from harness._reasons import Vocabulary
 from harness._views import CacheView, RequestSplit
-from harness.providers._base import CacheUsage, integer, member, model_in_path, settings_of, without
+from harness.providers._base import (
+    CacheUsage,
+    Provider,
+    integer,
+    member,
+    model_in_path,
+    settings_of,
+    without,
+)
 
 GEMINI: Final = "gemini"
 
@@ -62,7 +70,7 @@ def model_in(url: str | None) -> str | None:
     return model_in_path(_METHOD, url)
 
 
-class Gemini:
+class Gemini(Provider):
     name = GEMINI
     hosts = ("generativelanguage.googleapis.com", "*aiplatform.googleapis.com")
     reasons = Vocabulary(blocks={"contents": "messages_changed"})

@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 from harness._reasons import Vocabulary
 from harness._views import CacheView, RequestSplit
-from harness.providers._base import CacheUsage, integer, member, role, settings_of
+from harness.providers._base import CacheUsage, Provider, integer, member, role, settings_of
 
 OPENAI_CHAT: Final = "openai-chat"
 OPENAI_RESPONSES: Final = "openai-responses"
@@ -132,7 +132,7 @@ def cached_usage(provider: str, response: Any, total: str, details: str) -> Cach
     return CacheUsage(provider, read_tokens=read, uncached_tokens=integer(usage.get(total)) - read)
 
 
-class OpenAIChat:
+class OpenAIChat(Provider):
     name = OPENAI_CHAT
     hosts = ("api.openai.com", "*.openai.azure.com")
 
@@ -160,7 +160,7 @@ class OpenAIChat:
         return cached_usage(OPENAI_CHAT, response, "prompt_tokens", "prompt_tokens_details")
 
 
-class OpenAIResponses:
+class OpenAIResponses(Provider):
     name = OPENAI_RESPONSES
     hosts = ("api.openai.com", "*.openai.azure.com")
     # `prompt_cache_diagnostics` words: the input and the text format have their own.

@@ -23,10 +23,10 @@ from importlib.metadata import entry_points
 from typing import Any, Final
 
 from harness._errors import UsageError
-from harness._reasons import Vocabulary, declare
+from harness._reasons import declare
 from harness._views import RequestSplit
 from harness.providers._anthropic import AnthropicMessages
-from harness.providers._base import Provider, host_matches, hosts_of
+from harness.providers._base import Conforming, Provider, host_matches, hosts_of, reasons_of
 from harness.providers._bedrock import BedrockConverse
 from harness.providers._deepseek import DeepSeek
 from harness.providers._gemini import Gemini
@@ -50,18 +50,24 @@ class ProviderWarning(UserWarning):
     """An installed `harness.providers` entry point could not be loaded; it is skipped."""
 
 
-def register_provider(provider: Provider | type[Any]) -> Provider:
+def register_provider(provider: Provider | type[Any] | Any) -> Provider:
     """Add a provider (or a provider class, instantiated here); it is asked before built-ins.
 
     Returns the instance, so a class can be registered with `@register_provider` (the name then
-    holds the instance).
+    holds the instance). An object that is not a `Provider` subclass but has its required parts
+    (a `name` string, `claims`, `split`) is adopted through `Conforming`, which is returned.
     """
     instance = provider() if isinstance(provider, type) else provider
-    if not isinstance(instance, Provider) or not isinstance(getattr(instance, "name", None), str):
-        raise UsageError(
-            f"{instance!r} is not a provider: it needs a `name` string and the methods claims,"
-            " split and usage (see harness.providers.Provider)"
-        )
+    if not isinstance(instance, Provider):
+        if not Conforming.conforms(instance):
+            raise UsageError(
+                f"{instance!r} is not a provider: subclass harness.providers.Provider (it needs a"
+                " `name` string and the methods claims and split; usage, split_url, hosts and"
+                " reasons have defaults)"
+            )
+        instance = Conforming(instance)
+    if not isinstance(getattr(instance, "name", None), str):
+        raise UsageError(f"{instance!r} is not a provider: its `name` must be a string")
     _registered.pop(instance.name, None)
     _registered[instance.name] = instance
     _declare(instance)
@@ -99,13 +105,8 @@ def split_with(
     headers: Sequence[tuple[str, str]],
     url: str | None,
 ) -> RequestSplit:
-    """`provider.split`, or its optional `split_url` when it reads settings from the URL."""
-    split_url = getattr(provider, "split_url", None)
-    if callable(split_url):
-        found = split_url(body, headers, url)
-        if isinstance(found, RequestSplit):
-            return found
-    return provider.split(body, headers)
+    """`provider.split_url`: the split, with what the URL adds (the model, for some)."""
+    return provider.split_url(body, headers, url)
 
 
 def provider_hosts() -> tuple[str, ...]:
@@ -119,8 +120,7 @@ def recognised_host(host: str) -> bool:
 
 
 def _declare(provider: Provider) -> None:
-    reasons = getattr(provider, "reasons", None)
-    declare(provider.name, reasons if isinstance(reasons, Vocabulary) else Vocabulary())
+    declare(provider.name, reasons_of(provider))
 
 
 for _provider in _BUILT_IN:
