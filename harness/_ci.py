@@ -1,17 +1,12 @@
-"""CI detection, and the one writer of GitHub Actions output.
+"""CI detection: whether this is a CI run, and which variable said so.
 
-- `detect_ci()`: whether this is a CI run, and which variable said so (a CI service's own variable,
-  or the generic `CI`; `CI=false` and `CI=0` are not CI: decision 0010). CI never writes, and
-  every refusal names the variable.
-- GitHub Actions: annotations (`::error ...`, escaped as GitHub documents, so content read from a
-  file cannot forge a workflow command), `actions_safe` for any other printed text (wrapped in
-  `::stop-commands::` when a line of it would read as a command), and the step summary
-  (`$GITHUB_STEP_SUMMARY`), cut to GitHub's 1 MiB limit with a line saying what was cut.
+`detect_ci()` reads a CI service's own variable, or the generic `CI`; `CI=false` and `CI=0` are
+not CI (decision 0010). CI never writes, and every refusal names the variable. What is printed on
+GitHub Actions (annotations, the step summary) is the printer's (`harness._printer`).
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -24,16 +19,9 @@ __all__ = [
     "CI_OPT_OUT",
     "CI_SERVICES",
     "CI_VARIABLES",
-    "STEP_SUMMARY_LIMIT",
     "CiRun",
-    "actions_safe",
-    "annotation",
-    "bounded_summary",
     "detect_ci",
-    "on_github_actions",
-    "reads_as_command",
     "refuse_writes_under_ci",
-    "write_step_summary",
     "writes_allowed",
 ]
 
@@ -123,91 +111,3 @@ def refuse_writes_under_ci(what: str, fix: str = "run it locally and commit the 
         raise WriteRefused(
             f"refusing to {what} under CI ({found.describe()}): CI never writes; {fix}"
         )
-
-
-# -- GitHub Actions -----------------------------------------------------------------------------
-
-# GitHub's cap on one step's summary; past it the summary is dropped (with an error) in the job.
-STEP_SUMMARY_LIMIT: Final = 1024 * 1024
-_COMMAND_START: Final = ("::", "##[")
-
-
-def on_github_actions() -> bool:
-    return os.environ.get("GITHUB_ACTIONS") == "true"
-
-
-def _data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def _property(text: str) -> str:
-    return _data(text).replace(":", "%3A").replace(",", "%2C")
-
-
-def annotation(
-    message: str, *, file: str | None = None, line: int | None = None, title: str | None = None
-) -> str:
-    """An `::error` workflow command, with its message and properties escaped."""
-    properties = []
-    if file is not None:
-        properties.append(f"file={_property(file)}")
-    if line is not None:
-        properties.append(f"line={line}")
-    if title is not None:
-        properties.append(f"title={_property(title)}")
-    head = "::error " + ",".join(properties) if properties else "::error"
-    return f"{head}::{_data(message)}"
-
-
-def reads_as_command(text: str) -> bool:
-    """Whether a line of `text` would be taken for a workflow command (`::...` or `##[...`)."""
-    return any(line.lstrip().startswith(_COMMAND_START) for line in text.splitlines())
-
-
-def actions_safe(text: str, *, github: bool | None = None) -> str:
-    """`text` as it may be printed to a GitHub Actions log: as it is, unless one of its lines
-    would be read as a workflow command; then it is wrapped in `::stop-commands::<token>` and
-    `::<token>::`, as GitHub documents for untrusted output. The token is the SHA-256 of the text,
-    so output stays deterministic and the text cannot hold its own token. Outside Actions (or
-    with `github=False`) the text is unchanged."""
-    if not (on_github_actions() if github is None else github) or not reads_as_command(text):
-        return text
-    token = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-    return f"::stop-commands::{token}\n{text}\n::{token}::"
-
-
-def bounded_summary(markdown: str, room: int = STEP_SUMMARY_LIMIT) -> str:
-    """`markdown` cut to fit `room` bytes (UTF-8), with a last line saying what was cut."""
-    data = markdown.encode("utf-8", "surrogatepass")
-    if len(data) <= room:
-        return markdown
-    note_room = 200  # the closing fence and the note below
-    if room < note_room:
-        return ""  # the summary is full: the job log has it all
-    kept = data[: room - note_room].decode("utf-8", "ignore")
-    kept = kept[: kept.rfind("\n") + 1] if "\n" in kept else ""
-    cut = len(data) - len(kept.encode("utf-8", "surrogatepass"))
-    fence = "\n```\n" if kept.count("```") % 2 else ""  # close a code block cut in the middle
-    return (
-        f"{kept}{fence}\n> **Cut:** {cut:,} more bytes did not fit GitHub's"
-        f" {STEP_SUMMARY_LIMIT // 1024:,} KiB step summary limit; the full reports are in the job"
-        " log.\n"
-    )
-
-
-def write_step_summary(markdown: str) -> bool:
-    """Append `markdown` to the GitHub step summary, cut to what fits GitHub's 1 MiB limit (the
-    summary may already hold other output); False when there is none to write to."""
-    path = os.environ.get("GITHUB_STEP_SUMMARY")
-    if not path or not on_github_actions():
-        return False
-    try:
-        used = os.stat(path).st_size
-    except OSError:
-        used = 0
-    text = markdown if markdown.endswith("\n") else markdown + "\n"
-    text = bounded_summary(text, max(STEP_SUMMARY_LIMIT - used, 0))
-    if text:
-        with open(path, "a", encoding="utf-8", errors="backslashreplace") as handle:
-            handle.write(text)
-    return True

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, NamedTuple, TypeVar
 
 import msgspec
 
@@ -31,7 +31,9 @@ __all__ = [
     "UNRECOGNISED",
     "CacheView",
     "RequestSplit",
+    "Window",
     "canonical_bytes",
+    "common_prefix",
     "document",
     "encode_json",
     "plain",
@@ -41,6 +43,7 @@ __all__ = [
     "view_of_mapping",
     "view_of_request",
     "view_of_tools",
+    "window",
 ]
 
 SETTINGS: Final = "settings"
@@ -223,3 +226,49 @@ def _key(key: Any) -> str:
         return key.encode("utf-8", "backslashreplace").decode()
     converted = _coerce(key)
     return converted if isinstance(converted, str) else encode_json(converted).decode()
+
+
+_Seq = TypeVar("_Seq", str, bytes)
+_CHUNK: Final = 1 << 16
+
+
+def common_prefix(a: _Seq, b: _Seq) -> int:
+    """The length of the common prefix of two strings or two byte strings: for two encodings,
+    how many bytes of a cached prefix the second keeps. It compares in chunks (memcmp), so two
+    50 MB values cost milliseconds, not a copy per halving."""
+    limit = min(len(a), len(b))
+    start = 0
+    while start < limit and a[start : start + _CHUNK] == b[start : start + _CHUNK]:
+        start += _CHUNK
+    if start >= limit:
+        return limit
+    low, high = start, min(start + _CHUNK, limit)  # a[:low] == b[:low], they differ before high
+    while high - low > 1:
+        middle = (low + high) // 2
+        if a[low:middle] == b[low:middle]:
+            low = middle
+        else:
+            high = middle
+    return low if a[low : low + 1] != b[low : low + 1] else high
+
+
+WINDOW_REACH: Final = 16 * 1024  # bytes kept on each side of a difference, for its excerpt
+
+
+class Window(NamedTuple):
+    """The raw bytes around a first difference (at most `WINDOW_REACH` on each side of `mark`),
+    and whether the value goes on beyond them: what an excerpt is printed from
+    (`harness._printer.excerpt`, which redacts before it cuts)."""
+
+    data: bytes
+    mark: int
+    more_before: bool = False
+    more_after: bool = False
+
+
+def window(data: bytes, offset: int, *, more_before: bool = False) -> Window:
+    """The window of `data` around `offset` (`more_before`: `data` is itself a cut)."""
+    mark = min(max(offset, 0), len(data))
+    start = max(mark - WINDOW_REACH, 0)
+    end = min(mark + WINDOW_REACH, len(data))
+    return Window(data[start:end], mark - start, more_before or start > 0, end < len(data))

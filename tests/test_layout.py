@@ -184,3 +184,42 @@ def test_every_error_a_user_can_cause_is_a_harness_error() -> None:
         assert issubclass(kind, HarnessError), kind
     assert issubclass(HeaderDrift, AssertionError) and HeaderDrift.exit_code == 1
     assert FixtureError.exit_code == 2
+
+
+# The comparator compares; redaction belongs to the printer at the outputs.
+COMPARATOR = (
+    "harness.drift._compare",
+    "harness.drift._locate",
+    "harness.drift._tools",
+    "harness.drift._structured",
+    "harness.drift._hints",
+    "harness.drift._far",
+    "harness.drift._settings",
+    "harness.drift._wording",
+)
+REDACTION = {"harness._secrets", "harness._secret_shapes", "harness._printer"}
+
+
+def reaches(graph: dict[str, set[str]], start: str) -> set[str]:
+    """Every module `start` imports, directly or through others (lazy imports included)."""
+    seen: set[str] = set()
+    stack = [start]
+    while stack:
+        for target in graph.get(stack.pop(), ()):
+            if target not in seen:
+                seen.add(target)
+                stack.append(target)
+    return seen
+
+
+def test_the_reach_scan_sees_redaction_through_a_chain() -> None:
+    graph = {"a.compare": {"a.wording"}, "a.wording": {"harness._secrets"}}
+    assert "harness._secrets" in reaches(graph, "a.compare")
+
+
+def test_the_comparator_never_reaches_redaction() -> None:
+    graph = import_graph()
+    assert set(COMPARATOR) <= set(graph)
+    assert {name: sorted(reaches(graph, name) & REDACTION) for name in COMPARATOR} == {
+        name: [] for name in COMPARATOR
+    }

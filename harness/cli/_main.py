@@ -7,9 +7,9 @@ Exit codes (the same for every subcommand):
      write refused under CI or one that failed; one line names the file and what to do
 
 The commands work on the user's `fixtures/` (or the folders given) and say so when there is none;
-only `harness demo` uses the scenarios shipped with the harness. Everything printed is redacted
-(`harness._secrets.redact_text`), encodable on any terminal (a character the output encoding lacks
-is escaped, never a crash), and safe for GitHub Actions (`harness._ci.actions_safe`).
+only `harness demo` uses the scenarios shipped with the harness. Everything printed goes through
+the printer (`harness._printer`: redacted, and safe for GitHub Actions) and is encodable on any
+terminal (a character the output encoding lacks is escaped, never a crash).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import NoReturn, TextIO
 
 import msgspec
 
-from harness._ci import actions_safe, annotation, detect_ci, write_step_summary
+from harness._ci import detect_ci
 from harness._errors import (
     EXIT_DRIFT,
     FixtureError,
@@ -34,7 +34,7 @@ from harness._errors import (
 )
 from harness._files import write_files
 from harness._paths import refuse_linked_folder
-from harness._secrets import redact_text
+from harness._printer import annotation, shown, write_step_summary
 from harness.capture._audit import CassetteAudit, audit_cassette, find_cassettes, summary_lines
 from harness.capture._cassette import load_cassette
 from harness.capture._prefix import PrefixChain
@@ -59,8 +59,7 @@ EXIT_OK = 0
 
 
 def _printable(text: str, stream: TextIO) -> str:
-    """`text` redacted, and encodable by `stream` (characters it lacks are escaped)."""
-    text = redact_text(text)
+    """`text` (printed already: redacted) encodable by `stream` (characters it lacks escaped)."""
     encoding = getattr(stream, "encoding", None) or "utf-8"
     try:
         text.encode(encoding)
@@ -72,11 +71,11 @@ def _printable(text: str, stream: TextIO) -> str:
 
 
 def out(text: str = "") -> None:
-    print(_printable(actions_safe(text), sys.stdout))
+    print(_printable(shown(text), sys.stdout))
 
 
 def err(text: str) -> None:
-    print(_printable(actions_safe(text), sys.stderr), file=sys.stderr)
+    print(_printable(shown(text), sys.stderr), file=sys.stderr)
 
 
 def project_fixtures() -> Path:
@@ -253,7 +252,7 @@ def _github(
             head = item.to_text().splitlines()[0]
             lines += ["", f"### `{audit.path}`: {head}", item.report.to_markdown()]
             annotations.append(annotation(head, file=str(audit.path), title="header drift"))
-    if write_step_summary(redact_text("\n".join(lines))):
+    if write_step_summary("\n".join(lines)):
         for line in annotations:
             print(_printable(line, sys.stdout))
 
@@ -322,7 +321,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from harness.drift._hints import volatile_hints
+    from harness.drift._printed import volatile_hints
     from harness.scenarios._pins import load_pin
 
     fixtures, cassettes = _targets(args.paths)

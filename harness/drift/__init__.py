@@ -13,10 +13,12 @@ Comparisons take cache views (`harness.CacheView`, `harness.view_of_header`, ...
 `harness` itself.
 """
 
+from harness._printer import MARKER
 from harness.drift._compare import compare, compare_values
-from harness.drift._hints import volatile_hints
-from harness.drift._locate import MARKER, first_byte_difference, first_difference
-from harness.drift._report import DriftReport, Reproduce
+from harness.drift._locate import first_byte_difference, first_difference
+from harness.drift._parts import Reproduce
+from harness.drift._printed import volatile_hints
+from harness.drift._report import DriftReport
 
 __all__ = [
     "MARKER",

@@ -6,19 +6,18 @@ a byte offset into `canonical_bytes` that agree with each other), which tool is 
 plugin registered it, how much cached prefix is lost, and a structured diff. `compare_values` does
 the same for any two JSON-able values (session logs, pins), without a cache verdict.
 
-A report never holds a secret: every string in it is redacted (excerpts and clipped values before
-they are cut), so its text, Markdown and JSON forms are safe to print. It is bounded whatever the
-input: names are cut (saying how much), hints look near the first difference only, and the
-structured diff (deepdiff) runs on the smallest part around the first difference that fits
-`DEEPDIFF_INPUT` bytes a side; past that it shows the region around the difference instead.
+The report holds what was compared, raw: the comparator neither redacts nor cuts (printing a
+report does both, redacting first: `harness.drift._printed`). What it holds is bounded whatever
+the input: excerpts keep a window of bytes around the first difference, hints read near the
+first difference only, and the structured diff (deepdiff) runs on the smallest part around the
+first difference that fits `DEEPDIFF_INPUT` bytes a side; past that it keeps the region around
+the difference instead.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
-
-import msgspec
 
 from harness._reasons import (
     GENERIC,
@@ -27,30 +26,28 @@ from harness._reasons import (
     Reason,
     vocabulary_for,
 )
-from harness._secrets import redact_text
 from harness._views import (
     SETTINGS,
     UNRECOGNISED,
     UNRECOGNISED_NOTE,
     CacheView,
+    common_prefix,
     document,
     encode_json,
     plain,
     prompt_bytes,
+    window,
 )
 from harness.drift._far import FAR, encoded_length, far_difference
-from harness.drift._hints import hints_between
 from harness.drift._locate import (
-    around,
-    common_prefix,
-    excerpt,
     first_byte_difference,
     pointer_of,
     resolve,
     same_encoding,
     walk,
 )
-from harness.drift._report import DriftReport, Reproduce
+from harness.drift._parts import Around, Quote, Reproduce, Sentence
+from harness.drift._report import DriftReport
 from harness.drift._settings import names_ttl, setting_level, setting_reason, start_of
 from harness.drift._structured import structured_diff
 from harness.drift._tools import (
@@ -63,7 +60,6 @@ from harness.drift._tools import (
 )
 from harness.drift._wording import (
     ABSENT,
-    bounded,
     short_encoded,
     short_member,
     show_pointer,
@@ -71,7 +67,6 @@ from harness.drift._wording import (
 )
 
 HINT_REACH: Final = 32 * 1024  # characters each side of the first difference hints look at
-POINTER_LIMIT: Final = 2000  # characters of a pointer (a 1 MiB key) a report keeps
 
 
 def compare(
@@ -96,17 +91,17 @@ def compare(
     if bytes_a == bytes_b:
         return DriftReport(
             identical=True,
-            summary=(
+            raw_summary=(
                 f"identical: {label_a} and {label_b} encode to the same {len(bytes_a):,} bytes;"
                 f" the whole prefix stays cached ({len(prompt_b):,} prompt bytes,"
-                f" ~{tokens(len(prompt_b)):,} tokens)"
+                f" ~{tokens(len(prompt_b)):,} tokens)",
             ),
             prefix_bytes_kept=len(prompt_b),
             tokens_kept=tokens(len(prompt_b)),
-            reproduce=reproduce,
+            raw_reproduce=reproduce,
             notes=_notes(a, b),
-            label_a=label_a,
-            label_b=label_b,
+            raw_label_a=label_a,
+            raw_label_b=label_b,
         )
 
     offset = first_byte_difference(bytes_a, bytes_b)
@@ -158,8 +153,6 @@ def compare(
         if kind == "reorder":
             tool = focus
     provenance = provenance_of(owners, focus)
-    tool = bounded(tool) if tool is not None else None
-    focus = bounded(focus) if focus is not None else None
 
     hint_a, hint_b = _enc_member(doc_a, block), _enc_member(doc_b, block)
     hints = _hints(
@@ -186,36 +179,34 @@ def compare(
         invalidated=invalidated,
         kept_blocks=[key for key in order if key not in invalidated] if invalidated else [],
     )
-    return _safe(
-        DriftReport(
-            identical=False,
-            verdict=verdict,
-            block=block,
-            invalidated=invalidated,
-            kind=kind,
-            summary=summary,
-            pointer=pointer,
-            offset=offset,
-            context_a=excerpt(bytes_a, offset),
-            context_b=excerpt(bytes_b, offset),
-            tool=tool,
-            settings_changed=tuple(bounded(key) for key in settings_changed),
-            tools_added=tuple(bounded(n) for n in tools.added) if tools else (),
-            tools_removed=tuple(bounded(n) for n in tools.removed) if tools else (),
-            tools_a=tuple(bounded(n) for n in tools.names_a) if tools else (),
-            tools_b=tuple(bounded(n) for n in tools.names_b) if tools else (),
-            prefix_bytes_kept=kept,
-            prefix_bytes_lost=lost,
-            tokens_kept=tokens(kept),
-            tokens_lost=tokens(lost),
-            provenance=provenance,
-            reproduce=reproduce,
-            volatile_hints=hints,
-            deepdiff=structured_diff(doc_a, doc_b, path, max(len(bytes_a), len(bytes_b))),
-            notes=_notes(a, b),
-            label_a=label_a,
-            label_b=label_b,
-        )
+    return DriftReport(
+        identical=False,
+        verdict=verdict,
+        raw_block=block,
+        invalidated=invalidated,
+        kind=kind,
+        raw_summary=summary,
+        raw_pointer=pointer,
+        offset=offset,
+        raw_context_a=window(bytes_a, offset),
+        raw_context_b=window(bytes_b, offset),
+        raw_tool=tool,
+        raw_settings_changed=tuple(settings_changed),
+        raw_tools_added=tools.added if tools else (),
+        raw_tools_removed=tools.removed if tools else (),
+        raw_tools_a=tools.names_a if tools else (),
+        raw_tools_b=tools.names_b if tools else (),
+        prefix_bytes_kept=kept,
+        prefix_bytes_lost=lost,
+        tokens_kept=tokens(kept),
+        tokens_lost=tokens(lost),
+        raw_provenance=provenance,
+        raw_reproduce=reproduce,
+        raw_hints=hints,
+        raw_deepdiff=structured_diff(doc_a, doc_b, path, max(len(bytes_a), len(bytes_b))),
+        notes=_notes(a, b),
+        raw_label_a=label_a,
+        raw_label_b=label_b,
     )
 
 
@@ -245,49 +236,50 @@ def compare_values(
         if bytes_a == bytes_b:
             return _identical(label_a, label_b, len(bytes_a))
         offset = first_byte_difference(bytes_a, bytes_b)
-        context_a, context_b = excerpt(bytes_a, offset), excerpt(bytes_b, offset)
+        context_a, context_b = window(bytes_a, offset), window(bytes_b, offset)
         size = max(len(bytes_a), len(bytes_b))
         del bytes_a, bytes_b
     path = walk(plain_a, plain_b) or []
     pointer = pointer_of(path)
     value_a, value_b = resolve(plain_a, path), resolve(plain_b, path)
     text_a, text_b = _hint_texts(value_a, value_b)
+    shown_a: str | Quote | Around
+    shown_b: str | Quote | Around
     if isinstance(value_a, str) and isinstance(value_b, str):  # show where they differ
-        shown_a, shown_b = (_quoted(x) for x in around(value_a, value_b, 50))
+        shown_a, shown_b = Around(value_a, value_b, 50, 0), Around(value_a, value_b, 50, 1)
     else:
         shown_a, shown_b = short_encoded(value_a), short_encoded(value_b)
-    summary = (
-        f"values differ at {show_pointer(bounded(pointer, 300))}, byte {offset}: {label_a} has"
-        f" {shown_a}, {label_b} has {shown_b}"
+    where = Quote(pointer, 300) if pointer else show_pointer(pointer)
+    summary: Sentence = (
+        "values differ at ",
+        where,
+        f", byte {offset}: {label_a} has ",
+        shown_a,
+        f", {label_b} has ",
+        shown_b,
     )
-    return _safe(
-        DriftReport(
-            identical=False,
-            block=path[0] if path else None,
-            summary=summary,
-            pointer=pointer,
-            offset=offset,
-            context_a=context_a,
-            context_b=context_b,
-            volatile_hints=_hints(text_a, text_b, differential=bool(text_a) and bool(text_b)),
-            deepdiff=structured_diff(plain_a, plain_b, path, size),
-            label_a=label_a,
-            label_b=label_b,
-        )
+    return DriftReport(
+        identical=False,
+        raw_block=path[0] if path else None,
+        raw_summary=summary,
+        raw_pointer=pointer,
+        offset=offset,
+        raw_context_a=context_a,
+        raw_context_b=context_b,
+        raw_hints=_hints(text_a, text_b, differential=bool(text_a) and bool(text_b)),
+        raw_deepdiff=structured_diff(plain_a, plain_b, path, size),
+        raw_label_a=label_a,
+        raw_label_b=label_b,
     )
 
 
 def _identical(label_a: str, label_b: str, size: int) -> DriftReport:
     return DriftReport(
         identical=True,
-        summary=f"identical: {label_a} and {label_b} encode to the same {size:,} bytes",
-        label_a=label_a,
-        label_b=label_b,
+        raw_summary=(f"identical: {label_a} and {label_b} encode to the same {size:,} bytes",),
+        raw_label_a=label_a,
+        raw_label_b=label_b,
     )
-
-
-def _quoted(text: str) -> str:
-    return encode_json(text).decode("utf-8", "replace")
 
 
 def _hint_texts(a: Any, b: Any) -> tuple[str, str]:
@@ -331,37 +323,14 @@ def _block_kind(block: str) -> str:
     return "content"
 
 
-def _hints(a_text: str, b_text: str, *, differential: bool) -> tuple[str, ...]:
-    """Volatile-content hints near the first difference (bounded), on redacted text."""
+def _hints(a_text: str, b_text: str, *, differential: bool) -> tuple[str, str, bool]:
+    """What hints read: the texts near the first difference (bounded); hints are made when the
+    report is printed, from the redacted texts."""
     if len(a_text) + len(b_text) > 2 * HINT_REACH:
         at = common_prefix(a_text, b_text)
         start = max(at - HINT_REACH, 0)
         a_text, b_text = a_text[start : at + HINT_REACH], b_text[start : at + HINT_REACH]
-    return hints_between(redact_text(a_text), redact_text(b_text), differential=differential)
-
-
-def _safe(report: DriftReport) -> DriftReport:
-    """The report with every string that came from the compared content redacted."""
-    reproduce = report.reproduce
-    if reproduce is not None:
-        reproduce = msgspec.structs.replace(
-            reproduce,
-            order_a=tuple(map(redact_text, reproduce.order_a)),
-            order_b=tuple(map(redact_text, reproduce.order_b)),
-            command=redact_text(reproduce.command) if reproduce.command else reproduce.command,
-        )
-    return msgspec.structs.replace(
-        report,
-        summary=redact_text(report.summary),
-        pointer=bounded(report.pointer, POINTER_LIMIT),
-        block=bounded(report.block, POINTER_LIMIT) if report.block else report.block,
-        context_a=redact_text(report.context_a),
-        context_b=redact_text(report.context_b),
-        provenance=redact_text(report.provenance) if report.provenance else report.provenance,
-        reproduce=reproduce,
-        label_a=redact_text(report.label_a),
-        label_b=redact_text(report.label_b),
-    )
+    return a_text, b_text, differential
 
 
 def _summary(
@@ -382,53 +351,62 @@ def _summary(
     labels: tuple[str, str],
     invalidated: Sequence[str] = (),
     kept_blocks: Sequence[str] = (),
-) -> str:
+) -> Sentence:
     place = f"at {show_pointer(pointer)}, byte {offset}"
     cost = f"{lost:,} cached bytes (~{tokens(lost):,} tokens) lost"
     label_a, label_b = labels
     if block not in doc_a or block not in doc_b:
         where = label_a if block not in doc_a else label_b
-        what = f'the "{block}" block is absent in {where}'
+        what: Sentence = (f'the "{block}" block is absent in {where}',)
         if kind in ("added", "removed", "added-and-removed") and tools is not None:
-            what += "; " + tool_changes(tools)
-        return f"{verdict}: {what}, {place}; {cost}"
+            what += ("; ", *tool_changes(tools))
+        return (f"{verdict}: ", *what, f", {place}; {cost}")
     if kind == "settings":
-        changes = [
-            f"{key}: {short_member(doc_a[SETTINGS], key)} -> {short_member(doc_b[SETTINGS], key)}"
+        changes: list[Sentence] = [
+            (
+                f"{key}: ",
+                short_member(doc_a[SETTINGS], key),
+                " -> ",
+                short_member(doc_b[SETTINGS], key),
+            )
             for key in settings_changed[:3]
         ]
         if len(settings_changed) > 3:
-            changes.append(f"{len(settings_changed) - 3} more")
-        detail = "; ".join(changes) if changes else "same settings in another key order"
+            changes.append((f"{len(settings_changed) - 3} more",))
+        detail: Sentence = ("same settings in another key order",)
+        if changes:
+            detail = changes[0]
+            for change in changes[1:]:
+                detail += ("; ", *change)
         if kept_blocks:
             return (
-                f"{verdict}: settings changed ({detail}); the {', '.join(kept_blocks)} cache"
-                f" stays, {lost:,} prompt bytes (~{tokens(lost):,} tokens) from the"
-                f" {invalidated[0]} block on lost"
+                f"{verdict}: settings changed (",
+                *detail,
+                f"); the {', '.join(kept_blocks)} cache stays, {lost:,} prompt bytes"
+                f" (~{tokens(lost):,} tokens) from the {invalidated[0]} block on lost",
             )
         return (
-            f"{verdict}: settings changed ({detail}); the cache key moves, all"
-            f" {lost:,} prompt bytes (~{tokens(lost):,} tokens) lost"
+            f"{verdict}: settings changed (",
+            *detail,
+            f"); the cache key moves, all {lost:,} prompt bytes (~{tokens(lost):,} tokens) lost",
         )
     if kind == "block-order":
         order_a = ", ".join(key for key in doc_a if key != SETTINGS)
         order_b = ", ".join(key for key in doc_b if key != SETTINGS)
         return (
             f"{verdict}: prompt blocks in another order ({label_a}: {order_a};"
-            f" {label_b}: {order_b}) {place}; {cost}"
+            f" {label_b}: {order_b}) {place}; {cost}",
         )
     if tools is not None and block == "tools":
-        return f"{verdict}: {tools_sentence(kind, tool, focus, provenance, tools, pointer)}" + (
-            f", byte {offset}; {cost}"
-        )
+        clause = tools_sentence(kind, tool, focus, provenance, tools, pointer)
+        return (f"{verdict}: ", *clause, f", byte {offset}; {cost}")
     if kind == "text":
         position = _text_position(doc_a[block], doc_b[block])
-        return f"{verdict}: system text differs{position} {place}; {cost}"
+        return (f"{verdict}: system text differs{position} {place}; {cost}",)
     if kind == "messages":
-        return (
-            f"{verdict}: messages differ{_message_position(pointer, doc_a, doc_b)} {place}; {cost}"
-        )
-    return f'{verdict}: block "{block}" differs {place}; {cost}'
+        position = _message_position(pointer, doc_a, doc_b)
+        return (f"{verdict}: messages differ{position} {place}; {cost}",)
+    return (f'{verdict}: block "{block}" differs {place}; {cost}',)
 
 
 def _text_position(a: Any, b: Any) -> str:

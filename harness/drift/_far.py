@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Final
 
-from harness._views import encode_json
-from harness.drift._locate import common_prefix, excerpt, same_encoding
+from harness._views import Window, common_prefix, encode_json, window
+from harness.drift._locate import same_encoding
 
 __all__ = ["FAR", "encoded_length", "far_difference"]
 
@@ -37,9 +37,9 @@ def _string_bytes(text: str, start: int, end: int) -> int:
     )
 
 
-def far_difference(a: Any, b: Any) -> tuple[int, str, str]:
+def far_difference(a: Any, b: Any) -> tuple[int, Window, Window]:
     """The offset of the first differing byte of the encodings of `a` and `b` (which differ),
-    and an excerpt around it on each side."""
+    and the bytes around it on each side (an excerpt once printed)."""
     start = 0
     while True:
         if isinstance(a, dict) and isinstance(b, dict):
@@ -81,7 +81,7 @@ def _members(
     return position
 
 
-def _in_strings(a: str, b: str, start: int) -> tuple[int, str, str]:
+def _in_strings(a: str, b: str, start: int) -> tuple[int, Window, Window]:
     at = common_prefix(a, b)
     inside = 0  # bytes the first differing characters' encodings share
     if at < len(a) and at < len(b):
@@ -90,16 +90,16 @@ def _in_strings(a: str, b: str, start: int) -> tuple[int, str, str]:
     low = max(at - _AROUND, 0)
     local = 1 + _string_bytes(a, low, at) + inside
 
-    def shown(text: str) -> str:
-        context = excerpt(encode_json(text[low : at + 2 * _AROUND]), local)
-        return ("…" + context.lstrip("…")) if start > 0 or low > 0 else context
+    def shown(text: str) -> Window:
+        return window(
+            encode_json(text[low : at + 2 * _AROUND]), local, more_before=bool(start or low)
+        )
 
     return offset, shown(a), shown(b)
 
 
-def _in_nodes(a: Any, b: Any, start: int, offset: int) -> tuple[int, str, str]:
-    def shown(value: Any) -> str:
-        context = excerpt(encode_json(value), offset - start)
-        return ("…" + context.lstrip("…")) if start > 0 else context
+def _in_nodes(a: Any, b: Any, start: int, offset: int) -> tuple[int, Window, Window]:
+    def shown(value: Any) -> Window:
+        return window(encode_json(value), offset - start, more_before=start > 0)
 
     return offset, shown(a), shown(b)

@@ -2,6 +2,8 @@
 
 A header that holds today's date or a per-run id changes on every run, and every run pays full
 price. A hint quotes what it saw and says what to do; with two sides, only what differs is named.
+Hints are made when a report is printed, from texts the printer redacted
+(`harness.drift._printed.volatile_hints`).
 """
 
 from __future__ import annotations
@@ -10,8 +12,6 @@ import difflib
 import re
 from collections.abc import Iterable, Sequence
 from typing import Final, NamedTuple
-
-from harness.drift._wording import clip
 
 _MAX_HINTS: Final = 10
 _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?"
@@ -78,16 +78,6 @@ _COUNTER_ADVICE = (
 )
 
 
-def volatile_hints(a_text: str, b_text: str = "") -> tuple[str, ...]:
-    """Hints about volatile content: timestamps, dates, times, UUIDs, absolute paths, hex ids.
-
-    With one text, every such thing in it is reported. With two, only what differs between them
-    is (a timestamp present in only one side, say), plus counters: a number at the same place in
-    both texts with another value. Each hint quotes what it saw.
-    """
-    return hints_between(a_text, b_text, differential=bool(b_text))
-
-
 def hints_between(a_text: str, b_text: str, *, differential: bool) -> tuple[str, ...]:
     """Hints for each text alone, or (`differential`) for what differs between the two."""
     found_hints: list[str] = []
@@ -110,7 +100,7 @@ def hints_between(a_text: str, b_text: str, *, differential: bool) -> tuple[str,
                 found = match.group()
                 if differential and found in other:
                     continue
-                add(f'looks like {pattern.noun}: "{clip(found, 80)}" — {pattern.advice}')
+                add(f'looks like {pattern.noun}: "{_clip(found, 80)}" — {pattern.advice}')
     if differential:
         for number_a, number_b in _counters(a_text, b_text, claimed[0], claimed[1]):
             add(
@@ -118,6 +108,11 @@ def hints_between(a_text: str, b_text: str, *, differential: bool) -> tuple[str,
                 f" {_COUNTER_ADVICE}"
             )
     return tuple(found_hints)
+
+
+def _clip(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters (hints read texts the printer redacted already)."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _overlaps(span: tuple[int, int], spans: Iterable[tuple[int, int]]) -> bool:

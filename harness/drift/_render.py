@@ -5,11 +5,11 @@ labelled line per fact, the tool order side by side, hints and a trimmed structu
 Markdown is the same facts as a table, with code spans and fences sized so that no value can
 close them early.
 
-Whatever the report holds, what it renders is safe to print: redacted (a report built elsewhere
-is redacted here too), one line per fact (a newline or any control character from the content
-is escaped, so it can neither split a line nor start a GitHub workflow command), and bounded
-(every line at most `LINE_LIMIT` characters, saying how many more there were). A changed string
-in the structured diff is shown around its first difference.
+It renders a printed report (`harness.drift._printed`: redacted, then cut), and every line it makes
+goes through the printer again (`harness._printer.line`): one line per fact (a newline or any
+control character from the content is escaped, so it can neither split a line nor start a GitHub
+workflow command), and bounded (every line at most `LINE_LIMIT` characters, saying how many more
+there were). A changed string in the structured diff is shown around its first difference.
 """
 
 from __future__ import annotations
@@ -21,16 +21,13 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 
 from harness._errors import one_line
-from harness._secrets import redact_text
+from harness._printer import MARKER, around, bounded, clip, line, redact
 from harness._views import SETTINGS, encode_json
-from harness.drift._locate import MARKER, around
+from harness.drift._printed import sentence
 from harness.drift._wording import (
     ABSENT,
     BYTES_PER_TOKEN,
     KIND_TEXT,
-    bounded,
-    clip,
-    names,
     short,
     short_encoded,
     show_pointer,
@@ -38,11 +35,10 @@ from harness.drift._wording import (
 )
 
 if TYPE_CHECKING:
-    from harness.drift._report import DriftReport
+    from harness.drift._printed import PrintedReport as DriftReport
 
 _MAX_DEEPDIFF_LINES: Final = 20
 _MAX_TOOL_ROWS: Final = 60
-LINE_LIMIT: Final = 2000
 _POINTER_LIMIT: Final = 300
 
 
@@ -70,9 +66,9 @@ def text_lines(report: DriftReport) -> list[str]:
         rows.append((report.label_a, report.context_a))
         rows.append((report.label_b, report.context_b))
         if report.tools_added:
-            rows.append(("tools added", names(report.tools_added)))
+            rows.append(("tools added", _names(report.tools_added)))
         if report.tools_removed:
-            rows.append(("tools removed", names(report.tools_removed)))
+            rows.append(("tools removed", _names(report.tools_removed)))
         if report.verdict:
             rows.append(("cost", _cost(report)))
         if report.provenance:
@@ -90,12 +86,12 @@ def text_lines(report: DriftReport) -> list[str]:
     if report.deepdiff:
         lines.append("deepdiff:")
         lines.extend(f"  {line}" for line in _deepdiff_lines(report.deepdiff))
-    return [_line(line) for line in lines]
+    return [line(text) for text in lines]
 
 
-def _line(text: str) -> str:
-    """One printable line: redacted, control characters escaped, at most LINE_LIMIT long."""
-    return bounded(one_line(text), LINE_LIMIT)
+def _names(items: tuple[str, ...]) -> str:
+    shown = ", ".join(f'"{bounded(name)}"' for name in items[:8])
+    return shown + (f" and {len(items) - 8} more" if len(items) > 8 else "")
 
 
 def _place(report: DriftReport) -> str:
@@ -172,7 +168,7 @@ def _deepdiff_lines(diff: Mapping[str, Any]) -> list[str]:
         elif change == "note":
             lines.append(f"note: {bounded(str(entries), 300)}")
         else:
-            lines.append(f"{change}: {short(entries)}")
+            lines.append(f"{change}: {sentence((short(entries),))}")
     if len(lines) > _MAX_DEEPDIFF_LINES:
         more = len(lines) - _MAX_DEEPDIFF_LINES
         lines = [*lines[:_MAX_DEEPDIFF_LINES], f"… {more} more"]
@@ -185,8 +181,8 @@ def _deepdiff_detail(detail: Any) -> str:
         if isinstance(old, str) and isinstance(new, str):  # both sides around the difference
             old, new = around(old, new)
             return f"{_quoted(old)} -> {_quoted(new)}"
-        return f"{short_encoded(old)} -> {short_encoded(new)}"
-    return short_encoded(detail)
+        return f"{sentence((short_encoded(old),))} -> {sentence((short_encoded(new),))}"
+    return sentence((short_encoded(detail),))
 
 
 def _quoted(text: str) -> str:
@@ -222,9 +218,9 @@ def markdown_lines(report: DriftReport) -> list[str]:
         lines.append(f"| cost | {_md_escape(_cost(report))} |")
         lines.append(f"| invalidated | {_md_escape(', '.join(report.invalidated) or '-')} |")
     if report.tools_added:
-        lines.append(f"| tools added | {_md_escape(names(report.tools_added))} |")
+        lines.append(f"| tools added | {_md_escape(_names(report.tools_added))} |")
     if report.tools_removed:
-        lines.append(f"| tools removed | {_md_escape(names(report.tools_removed))} |")
+        lines.append(f"| tools removed | {_md_escape(_names(report.tools_removed))} |")
     if report.provenance:
         lines.append(f"| provenance | {_md_escape(report.provenance)} |")
     lines.append("")
@@ -261,7 +257,7 @@ def markdown_lines(report: DriftReport) -> list[str]:
         lines += ["", "<details><summary>deepdiff</summary>", ""]
         lines += _md_block(msgspec.json.format(encode_json(report.deepdiff)).decode(), "json")
         lines += ["", "</details>"]
-    return [redact_text(line) for line in lines]
+    return [redact(line) for line in lines]
 
 
 def _markdown_reproduce(report: DriftReport) -> list[str]:
@@ -290,14 +286,14 @@ def _md_block(text: str, language: str) -> list[str]:
 
 
 def _md_code(text: str) -> str:
-    text = one_line(redact_text(text))
+    text = one_line(redact(text))
     ticks = "`" * (_longest_run(text, "`") + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
     return f"{ticks}{pad}{text.replace('|', '¦')}{pad}{ticks}"
 
 
 def _md_escape(text: str) -> str:
-    text = one_line(redact_text(text.replace("\n", " ")))
+    text = one_line(redact(text.replace("\n", " ")))
     return text.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;")
 
 

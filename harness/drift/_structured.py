@@ -1,38 +1,34 @@
-"""The structured diff of a drift report: deepdiff, bounded and redacted.
+"""The structured diff of a drift report: deepdiff, on a bounded part of the two values.
 
 deepdiff on two 50 MB values takes a minute and gigabytes. Here it runs on the smallest part of
 the two values, along the path of their first difference, that fits `DEEPDIFF_INPUT` bytes a side
 (the whole values when they fit, with tools keyed by name so a reorder reads as one change); its
 paths still start at the whole value. When even the first differing value is too big, the diff
-is that value's change alone, shown around its first difference, and a note says so. Every key
-and string of the result is redacted and bounded; two changed strings keep the region around
-their first difference rather than both their first characters, and deepdiff's unified diff of
-two texts is remade from the redacted texts.
+is that value's change alone (the region around its first difference), and a note says so. The
+result is raw: its keys and strings are redacted and bounded when the report is printed
+(`harness.drift._printed`).
 """
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Sequence
 from typing import Any, Final
 
 import msgspec
 
-from harness._secrets import redact_text
-from harness._views import encode_json
-from harness.drift._locate import around, resolve
+from harness._views import WINDOW_REACH, common_prefix, encode_json
+from harness.drift._locate import resolve
 from harness.drift._tools import tools_by_name
-from harness.drift._wording import ABSENT, bounded
+from harness.drift._wording import ABSENT
 
-__all__ = ["DEEPDIFF_INPUT", "VALUE_REACH", "structured_diff"]
+__all__ = ["DEEPDIFF_INPUT", "structured_diff"]
 
 DEEPDIFF_INPUT: Final = 256 * 1024  # bytes a side the structured diff is run on, at most
-VALUE_REACH: Final = 240  # characters of a long changed string a report keeps
 
 
 def structured_diff(a: Any, b: Any, path: Sequence[str], size: int) -> dict[str, Any]:
     """The structured diff of the smallest part along `path` (the first difference) that fits
-    DEEPDIFF_INPUT bytes a side; the whole values when they fit. Redacted and bounded."""
+    DEEPDIFF_INPUT bytes a side; the whole values when they fit."""
     at: list[str] = []
     if size > DEEPDIFF_INPUT:
         for token in path:
@@ -46,15 +42,13 @@ def structured_diff(a: Any, b: Any, path: Sequence[str], size: int) -> dict[str,
                 break
     where = "root" + "".join(at)
     if size > DEEPDIFF_INPUT:  # even the first differing value is too big to diff structurally
-        return _bounded_dict(
-            {
-                "values_changed": {where: _changed(a, b)},
-                "note": (
-                    f"deepdiff skipped: the first differing value is {size:,} bytes, over the"
-                    f" {DEEPDIFF_INPUT:,}-byte limit; shown around its first difference"
-                ),
-            }
-        )
+        return {
+            "values_changed": {where: _changed(a, b)},
+            "note": (
+                f"deepdiff skipped: the first differing value is {size:,} bytes, over the"
+                f" {DEEPDIFF_INPUT:,}-byte limit; shown around its first difference"
+            ),
+        }
     from deepdiff import DeepDiff  # imported on first drift: it is slow to import
 
     try:
@@ -64,17 +58,8 @@ def structured_diff(a: Any, b: Any, path: Sequence[str], size: int) -> dict[str,
         decoded = msgspec.json.decode(diff.to_json())
     except Exception as error:  # a diff that cannot be made must not hide the report
         return {"error": f"deepdiff failed: {error!r}"}
-    if not isinstance(decoded, dict):
-        decoded = {"result": decoded}
-    if at:
-        decoded = _rooted(decoded, where)
-    return _bounded_dict(decoded)
-
-
-def _bounded_dict(value: dict[str, Any]) -> dict[str, Any]:
-    bounded_value = _tree(value)
-    assert isinstance(bounded_value, dict)
-    return bounded_value
+    found: dict[str, Any] = decoded if isinstance(decoded, dict) else {"result": decoded}
+    return _rooted(found, where) if at else found
 
 
 def _encoded_size(value: Any) -> int:
@@ -104,40 +89,14 @@ def _rooted(diff: dict[str, Any], where: str) -> dict[str, Any]:
 
 def _changed(a: Any, b: Any) -> dict[str, Any]:
     """A values_changed entry for two values too big to show whole: the region around their
-    first difference (strings), or their size."""
+    first difference (strings, raw: the printer cuts them), or their size."""
     if isinstance(a, str) and isinstance(b, str):
-        old, new = around(a, b, VALUE_REACH)
-        return {"old_value": old, "new_value": new}
+        start = max(common_prefix(a, b) - WINDOW_REACH, 0)
+        return {
+            "old_value": a[start : start + 2 * WINDOW_REACH],
+            "new_value": b[start : start + 2 * WINDOW_REACH],
+        }
     return {
         "old_value": f"({_encoded_size(a):,} bytes)",
         "new_value": f"({_encoded_size(b):,} bytes)",
     }
-
-
-def _unified(a: str, b: str) -> str:
-    """A unified diff of two texts, as deepdiff writes it for a changed multi-line string."""
-    return "\n".join(difflib.unified_diff(a.splitlines(), b.splitlines(), lineterm=""))
-
-
-def _tree(value: Any, depth: int = 0) -> Any:
-    """A structured diff with every key and string redacted and bounded (two changed strings
-    keep the region around their first difference)."""
-    if isinstance(value, dict):
-        if depth > 32:
-            return "…"
-        old, new = value.get("old_value"), value.get("new_value")
-        if isinstance(old, str) and isinstance(new, str) and "diff" in value:
-            # deepdiff's unified diff of two texts, remade from the redacted texts: its context
-            # lines could show the body of a private key whose first line they leave out.
-            value = {**value, "diff": _unified(redact_text(old), redact_text(new))}
-        if isinstance(old, str) and isinstance(new, str) and max(len(old), len(new)) > VALUE_REACH:
-            old, new = around(old, new, VALUE_REACH)
-            value = {**value, "old_value": old, "new_value": new}
-        return {bounded(str(k), 300): _tree(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_tree(item, depth + 1) for item in value[:100]] + (
-            [f"… {len(value) - 100} more"] if len(value) > 100 else []
-        )
-    if isinstance(value, str):
-        return bounded(value, VALUE_REACH)
-    return value

@@ -12,8 +12,9 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from harness._views import encode_json
-from harness.drift._wording import ABSENT, clip, names, plural, show_pointer
+from harness._views import WINDOW_REACH, encode_json
+from harness.drift._parts import Quote, Sentence
+from harness.drift._wording import ABSENT, names, plural, quoted, show_pointer
 
 
 class ToolDiff(NamedTuple):
@@ -38,7 +39,9 @@ def tool_name(tool: Any) -> str:
                 return str(inner["name"])
     if isinstance(tool, str):
         return tool
-    return f"<unnamed {clip(encode_json(tool).decode('utf-8', 'replace'), 40)}>"
+    # The tool's JSON, raw: the printer shows its first 40 characters, once redacted.
+    encoded = encode_json(tool).decode("utf-8", "replace")
+    return f"<unnamed {encoded[: 40 + WINDOW_REACH]}>"
 
 
 def diff_tools(a: Any, b: Any) -> ToolDiff:
@@ -120,34 +123,50 @@ def tools_sentence(
     owner: str | None,
     tools: ToolDiff,
     at: str,
-) -> str:
+) -> Sentence:
     """What happened to the tools, in one clause of a report's summary."""
     by = f" (registered by {owner})" if owner else ""
     if kind in ("reorder", "reorder-and-content") and tools.mismatch is not None:
         where = f"/tools/{tools.mismatch}"
         if tools.mismatch < len(tools.places_b):
             where = tools.places_b[tools.mismatch]
-        out_of_place = f'first out of place: "{focus}"{by} at {where}'
+        out_of_place = ('first out of place: "', *_named(focus), f'"{by} at {where}')
         if kind == "reorder":
-            return f"tools reordered; {out_of_place}"
-        changed = ", ".join(f'"{name}"' for name in tools.changed[:3])
-        sentence = f"tools reordered and content changed ({changed}); {out_of_place}"
+            return ("tools reordered; ", *out_of_place)
+        changed: list[str | Quote] = []
+        for index, changed_name in enumerate(tools.changed[:3]):
+            changed += [", " if index else "", '"', changed_name, '"']
+        sentence: Sentence = (
+            "tools reordered and content changed (",
+            *changed,
+            "); ",
+            *out_of_place,
+        )
         if at and not at.startswith(where):
-            sentence += f"; first difference at {at}"
+            sentence += (f"; first difference at {at}",)
         return sentence
     if kind == "content":
-        named = f'tool "{tool}"{by} changed' if tool else "tools changed"
-        return f"{named} (same names, same order) at {show_pointer(at)}"
-    return f"{tool_changes(tools)}{by} at {show_pointer(at)}"
+        named = ('tool "', *_named(tool), f'"{by} changed') if tool else ("tools changed",)
+        return (*named, f" (same names, same order) at {show_pointer(at)}")
+    return (*tool_changes(tools), f"{by} at {show_pointer(at)}")
 
 
-def tool_changes(tools: ToolDiff) -> str:
-    parts = []
+def _named(text: str | None) -> Sentence:
+    return (quoted(text),) if text is not None else ("None",)
+
+
+def tool_changes(tools: ToolDiff) -> Sentence:
+    parts: list[Sentence] = []
     if tools.added:
-        parts.append(f"{plural(len(tools.added), 'tool')} added: {names(tools.added)}")
+        parts.append((f"{plural(len(tools.added), 'tool')} added: ", *names(tools.added)))
     if tools.removed:
-        parts.append(f"{plural(len(tools.removed), 'tool')} removed: {names(tools.removed)}")
-    return "; ".join(parts) if parts else "tools changed"
+        parts.append((f"{plural(len(tools.removed), 'tool')} removed: ", *names(tools.removed)))
+    if not parts:
+        return ("tools changed",)
+    joined: Sentence = parts[0]
+    for part in parts[1:]:
+        joined += ("; ", *part)
+    return joined
 
 
 _GROUP = "functionDeclarations"  # Gemini: one tool entry holds a list of functions

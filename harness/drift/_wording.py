@@ -1,10 +1,10 @@
-"""Small words every part of a drift report shares: clipped values, name lists, plurals, tokens.
+"""Small words every part of a drift report shares: quoted values, name lists, plurals, tokens.
 
-Every value quoted from the compared content is redacted before it is cut (a cut key may no
-longer look like one) and bounded: a 1 MiB tool name is shown as its first characters and how
-many more there were. Token counts are an approximation: bytes // 4, the usual rule of thumb
-for English text and JSON (CJK text and long identifiers run denser); they size the loss, they
-do not bill it.
+A value quoted from the compared content goes into a sentence as a `Quote`, raw: the printer
+redacts it and then cuts it (a cut key may no longer look like one), so a 1 MiB tool name is shown
+as its first characters and how many more there were. Token counts are an approximation:
+bytes // 4, the usual rule of thumb for English text and JSON (CJK text and long identifiers run
+denser); they size the loss, they do not bill it.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from harness._reasons import GENERIC
-from harness._secrets import redact_text
-from harness._views import encode_json
+from harness._views import WINDOW_REACH, encode_json
+from harness.drift._parts import Quote, Sentence
 
 BYTES_PER_TOKEN: Final = 4
 NAME_LIMIT: Final = 120  # characters of a tool name, key or label a report shows
@@ -53,46 +53,36 @@ def tokens(size: int) -> int:
     return size // BYTES_PER_TOKEN
 
 
-_REACH: Final = 16 * 1024  # how far past a cut a secret that crosses it is looked for
+def quoted(text: str) -> Quote:
+    """A tool name, key or label, quoted."""
+    return Quote(text, NAME_LIMIT, "name")
 
 
-def clip(text: str, limit: int) -> str:
-    """`text`, redacted, cut to `limit` characters (the last one an ellipsis)."""
-    text = redact_text(text[: limit + _REACH]) + text[limit + _REACH : limit + _REACH + 1]
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+def short(value: Any) -> Quote:
+    return Quote(str(value)[: 60 + WINDOW_REACH + 1], 60, "clip")
 
 
-def bounded(text: str, limit: int = NAME_LIMIT) -> str:
-    """`text`, redacted, cut to `limit` characters and saying how many more there were."""
-    if len(text) <= limit:
-        return redact_text(text)
-    shown = redact_text(text[: limit + _REACH])
-    if len(shown) <= limit and len(text) <= limit + _REACH:
-        return shown
-    return f"{shown[:limit]}… (+{len(text) - limit:,} characters)"
-
-
-def short(value: Any) -> str:
-    return clip(str(value), 60)
-
-
-def short_encoded(value: Any) -> str:
+def short_encoded(value: Any) -> str | Quote:
     if value is ABSENT:
         return "(absent)"
-    if isinstance(value, str) and len(value) > 60 + _REACH:
-        value = value[: 60 + _REACH]  # only its start is shown: encode no more than that
-    return clip(encode_json(value).decode("utf-8", "replace"), 60)
+    if isinstance(value, str) and len(value) > 60 + WINDOW_REACH:
+        value = value[: 60 + WINDOW_REACH]  # only its start is shown: encode no more than that
+    return Quote(encode_json(value).decode("utf-8", "replace")[: 60 + WINDOW_REACH + 1], 60, "clip")
 
 
-def short_member(mapping: Any, key: str) -> str:
+def short_member(mapping: Any, key: str) -> str | Quote:
     if not isinstance(mapping, dict) or key not in mapping:
         return "(absent)"
     return short_encoded(mapping[key])
 
 
-def names(items: Sequence[str]) -> str:
-    shown = ", ".join(f'"{bounded(name)}"' for name in items[:8])
-    return shown + (f" and {len(items) - 8} more" if len(items) > 8 else "")
+def names(items: Sequence[str]) -> Sentence:
+    parts: list[str | Quote] = []
+    for index, item in enumerate(items[:8]):
+        parts += [", " if index else "", '"', quoted(item), '"']
+    if len(items) > 8:
+        parts.append(f" and {len(items) - 8} more")
+    return tuple(parts)
 
 
 def plural(count: int, word: str) -> str:

@@ -182,7 +182,7 @@ def _is_tool(item: Any) -> bool:
 def _clip(raw: bytes) -> str:
     """The start of what a build returned, for an error message: redacted before it is cut, so a
     key the build returned is not printed in part."""
-    from harness.drift._wording import clip  # the error path only
+    from harness._printer import clip  # the error path only
 
     return repr(clip(raw.decode("utf-8", "replace"), 41))
 

@@ -16,7 +16,8 @@ from harness._errors import Drift
 from harness._views import canonical_bytes
 from harness.drift._compare import compare
 from harness.drift._locate import first_byte_difference
-from harness.drift._report import DriftReport, Reproduce
+from harness.drift._parts import Reproduce
+from harness.drift._report import DriftReport
 from harness.prove._builds import Observed
 
 __all__ = ["HeaderDrift", "difference"]

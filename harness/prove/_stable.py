@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from harness._views import CacheView, canonical_bytes
-from harness.drift._report import Reproduce
+from harness.drift._parts import Reproduce
 from harness.prove._builds import (
     NotAHeader,
     Observed,

@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeVar
 
 import pytest
 
-from harness._ci import actions_safe, detect_ci
+from harness import _printer
+from harness._ci import detect_ci
 from harness._errors import HarnessError, UsageError
 from harness._record_mode import RecordMode
 
@@ -154,11 +155,7 @@ def _resolve_seed(config: pytest.Config) -> tuple[int, str]:
     return random.Random().getrandbits(32), "random"
 
 
-def shown(message: str) -> str:
-    """A message as a test failure prints it: redacted, and safe on GitHub Actions."""
-    from harness._secrets import redact_text  # the scan loads with the first message shown
-
-    return actions_safe(redact_text(message))
+shown = _printer.shown  # a message as a test failure prints it
 
 
 def fail(message: str) -> NoReturn:
@@ -198,16 +195,14 @@ def queue_write(item: pytest.Item, files: Sequence[FileContents]) -> None:
 
 def queue_drift(item: pytest.Item, message: str, markdown: str, seed: int) -> None:
     """Tell the controller this test found drift (for the summary and CI annotations)."""
-    from harness._secrets import redact_text
-
     path, line, _ = item.location
     item.user_properties.append(
         (
             PROP_DRIFT,
             {
                 "nodeid": item.nodeid,
-                "message": redact_text(message),
-                "markdown": redact_text(markdown),
+                "message": _printer.redact(message),
+                "markdown": _printer.redact(markdown),
                 "seed": seed,
                 "file": path,
                 "line": (line or 0) + 1,

@@ -9,7 +9,6 @@
 - `drift_first`: the failure text of a capture error raised through an SDK: the drift report
   first, then only the frames of the project's own code (pytest's `--full-trace` shows all).
 - `intercepting`: the marked test's interception, or one line on what to install.
-- `summary_lines`: the coverage line (requests checked per provider) and stale exemptions.
 """
 
 from __future__ import annotations
@@ -49,10 +48,8 @@ __all__ = [
     "finish",
     "gate",
     "intercepting",
-    "moves_line",
     "record_chain",
     "session_for",
-    "summary_lines",
     "take_chain",
 ]
 
@@ -186,27 +183,6 @@ def take_chain(settings: Settings, nodeid: str, value: dict[str, Any]) -> None:
     settings.chain_unrecognised += int(value.get("unrecognised", 0))
     if value.get("exempt") is not None and not value.get("moved"):
         settings.stale.add(nodeid)
-
-
-def summary_lines(settings: Settings) -> list[str]:
-    """The gate's coverage, per provider, over every captured test of the run."""
-    if not settings.chain_tests:
-        return []
-    parts = [
-        f"{provider} {settings.chain_seen[provider]} (judged {settings.chain_judged[provider]})"
-        for provider in sorted(settings.chain_seen)
-    ]
-    line = f"prefix chain: {settings.chain_tests} captured test(s); requests per provider: " + (
-        ", ".join(parts) if parts else "none"
-    )
-    if settings.chain_unrecognised:
-        line += f"; {settings.chain_unrecognised} other request(s) not checked"
-    return [line]
-
-
-def moves_line(nodeid: str, reason: str, settings: Settings) -> str:
-    stale = " [stale: marked, yet nothing moved]" if nodeid in settings.stale else ""
-    return f"{nodeid}: {reason}{stale}"
 
 
 @functools.cache

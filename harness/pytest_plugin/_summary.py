@@ -1,8 +1,10 @@
-"""The plugin's end of run: the `header drift` section of the terminal summary, and GitHub output.
+"""Every line the plugin prints at the end of a run: the `header drift` section, and GitHub's.
 
-Every line is one line (control characters in a node id or a reason are escaped), redacted
-(`harness._secrets.redact_text`), and safe to print on GitHub Actions (`harness._ci.actions_safe`);
-annotations are escaped as GitHub documents, and the step summary is cut to GitHub's limit.
+The terminal section (mode and seed, drift found, `moves_header` uses and stale exemptions, the
+prefix chain's coverage per provider, files written or not, unused recordings) and, on GitHub
+Actions, the `::error` annotations and the step summary. Every line goes through the printer
+(`harness._printer`): one line (control characters in a node id or a reason are escaped),
+redacted, and safe to print on GitHub Actions; the step summary is cut to GitHub's limit.
 """
 
 from __future__ import annotations
@@ -10,13 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from harness._ci import actions_safe, annotation, on_github_actions, write_step_summary
+from harness import _printer
 from harness._errors import one_line
 from harness.pytest_plugin._api import Settings
-from harness.pytest_plugin._capture import moves_line, summary_lines
 from harness.pytest_plugin._unused import DELETE_FLAG, Verdict
 
-__all__ = ["write_summary"]
+__all__ = ["chain_lines", "moves_line", "write_summary"]
 
 
 def write_summary(
@@ -31,7 +32,7 @@ def write_summary(
     """The `header drift` section: drift, markers, writes, unused recordings; then GitHub's."""
 
     def write(line: str, **markup: bool) -> None:
-        terminalreporter.write_line(actions_safe(one_line(_redacted(line))), **markup)
+        terminalreporter.write_line(_printer.shown(one_line(line)), **markup)
 
     terminalreporter.section("header drift")
     # The harness's own words and numbers (a mode, a seed, a count) hold nothing to redact: a run
@@ -50,7 +51,7 @@ def write_summary(
         write(f"{len(s.moves)} test(s) marked moves_header:")
         for nodeid, reason in s.moves:
             write(f"  {moves_line(nodeid, reason, s)}")
-    for line in summary_lines(s):
+    for line in chain_lines(s):
         write(line)
     for path in s.written:
         write(f"wrote {path}")
@@ -63,14 +64,29 @@ def write_summary(
             red=True,
         )
     _unused(verdict, done, asked, write)
-    if on_github_actions():
+    if _printer.on_github_actions():
         _github(s)
 
 
-def _redacted(line: str) -> str:
-    from harness._secrets import redact_text  # loaded only when a line carries the run's content
+def chain_lines(settings: Settings) -> list[str]:
+    """The gate's coverage, per provider, over every captured test of the run."""
+    if not settings.chain_tests:
+        return []
+    parts = [
+        f"{provider} {settings.chain_seen[provider]} (judged {settings.chain_judged[provider]})"
+        for provider in sorted(settings.chain_seen)
+    ]
+    line = f"prefix chain: {settings.chain_tests} captured test(s); requests per provider: " + (
+        ", ".join(parts) if parts else "none"
+    )
+    if settings.chain_unrecognised:
+        line += f"; {settings.chain_unrecognised} other request(s) not checked"
+    return [line]
 
-    return redact_text(line)
+
+def moves_line(nodeid: str, reason: str, settings: Settings) -> str:
+    stale = " [stale: marked, yet nothing moved]" if nodeid in settings.stale else ""
+    return f"{nodeid}: {reason}{stale}"
 
 
 def _unused(verdict: Verdict, done: list[str], asked: bool, write: Callable[..., None]) -> None:
@@ -99,11 +115,8 @@ def _unused(verdict: Verdict, done: list[str], asked: bool, write: Callable[...,
 def _github(settings: Settings) -> None:
     for drift in settings.drifts:
         print(
-            annotation(
-                _redacted(drift["message"]),
-                file=drift["file"],
-                line=drift["line"],
-                title="header drift",
+            _printer.annotation(
+                drift["message"], file=drift["file"], line=drift["line"], title="header drift"
             )
         )
     lines = [
@@ -119,5 +132,5 @@ def _github(settings: Settings) -> None:
     if settings.moves:
         lines += ["", "Tests marked `moves_header`:", ""]
         lines += [f"- {one_line(moves_line(node, why, settings))}" for node, why in settings.moves]
-    lines += ["", *summary_lines(settings)] if settings.chain_tests else []
-    write_step_summary(_redacted("\n".join(lines)))
+    lines += ["", *chain_lines(settings)] if settings.chain_tests else []
+    _printer.write_step_summary("\n".join(lines))

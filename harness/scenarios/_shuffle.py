@@ -23,7 +23,8 @@ from harness.agent._context import LoadSchedule
 from harness.agent._header import header_bytes, header_equals
 from harness.agent._llm import Request, ScriptedAdapter, ScriptedReply
 from harness.drift._compare import compare, compare_values
-from harness.drift._report import DriftReport, Reproduce
+from harness.drift._parts import Reproduce
+from harness.drift._report import DriftReport
 from harness.prove.perturb._engine import perturbed
 from harness.prove.perturb._plan import LOAD_SCHEDULE, plans
 from harness.scenarios._formats import Fixture, Scenario

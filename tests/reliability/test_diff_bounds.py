@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from harness._printer import excerpt
 from harness.drift import MARKER, compare_values
 from harness.drift._far import far_difference
 
@@ -88,7 +89,8 @@ def test_a_big_diff_finds_the_same_byte_as_the_whole_encodings() -> None:
     ]
     for a, b in cases:
         exact = compare_values(a, b)
-        offset, context_a, context_b = far_difference(a, b)
+        offset, window_a, window_b = far_difference(a, b)
+        context_a, context_b = excerpt(window_a), excerpt(window_b)  # printed, as a report is
         assert offset == exact.offset, (a, b)
         assert MARKER in context_a and MARKER in context_b
 

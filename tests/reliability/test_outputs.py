@@ -20,8 +20,8 @@ import httpx2
 import pytest
 from stand_ins import anthropic_message
 
-from harness._ci import STEP_SUMMARY_LIMIT, write_step_summary
 from harness._errors import CassetteMismatch
+from harness._printer import STEP_SUMMARY_LIMIT, write_step_summary
 from harness.capture import CaptureSession
 
 from .conftest import ANTHROPIC_KEY, GITHUB_TOKEN, Cli, inner_pytest
@@ -234,7 +234,7 @@ def test_racy(registration_shuffle):
 
 
 def test_an_annotation_escapes_the_content_it_quotes() -> None:
-    from harness._ci import annotation
+    from harness._printer import annotation
 
     line = annotation(FORGED, file="fixtures/x", title="drift")
     assert "\n" not in line and commands_run(line) == [line]

@@ -1,0 +1,340 @@
+"""The one printer: everything the harness prints passes here, redacted before it is cut.
+
+Reports, summaries, annotations, the GitHub step summary and error messages a test fails with
+are made from raw values (a drift report holds what it compared, not a redacted copy); this
+module turns them into text that is safe to print:
+- `redact(text)`: every key-shaped string (`harness._secret_shapes`), every value a project
+  declared secret (`secret_patterns`) and every value the run redacted from a header, replaced
+  by `[redacted]`; a project's allowed fake keys stay. `extend(...)` adds the project's words;
+  `generation()` says when they changed, so a cached printed form is made again.
+- `clip`, `bounded`, `excerpt`, `around`: cuts of content, each redacting first (a cut key may
+  no longer look like one).
+- `line(text)`: one printable line (control characters escaped, redacted, bounded).
+- `shown(message)`: a message as a test failure or the CLI prints it: redacted, and safe on
+  GitHub Actions.
+- GitHub Actions: `annotation` (escaped as GitHub documents), `actions_safe` (text that holds a
+  line reading as a workflow command goes between `::stop-commands::` markers), and the step
+  summary (`write_step_summary`, cut to GitHub's 1 MiB with a line saying what was cut).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Final, NamedTuple
+
+from harness._errors import one_line
+
+if TYPE_CHECKING:
+    from harness._secret_shapes import SecretPattern
+    from harness._views import Window
+
+__all__ = [
+    "LINE_LIMIT",
+    "MARKER",
+    "NAME_LIMIT",
+    "REACH",
+    "STEP_SUMMARY_LIMIT",
+    "actions_safe",
+    "annotation",
+    "around",
+    "bounded",
+    "bounded_summary",
+    "clip",
+    "excerpt",
+    "extend",
+    "generation",
+    "line",
+    "on_github_actions",
+    "reads_as_command",
+    "redact",
+    "reset",
+    "shown",
+    "write_step_summary",
+]
+
+MARKER: Final = "<<HERE>>"  # where the difference starts, inside an excerpt
+NAME_LIMIT: Final = 120  # characters of a tool name, key or label a report shows
+LINE_LIMIT: Final = 2000  # characters of one printed line
+REACH: Final = 16 * 1024  # how far around a cut a secret that crosses it is looked for
+_CONTEXT_BEFORE: Final = 20
+_CONTEXT_SIZE: Final = 80
+
+
+# -- what is redacted ------------------------------------------------------------------------
+
+
+class _Words(NamedTuple):
+    patterns: tuple[SecretPattern, ...]  # the project's, beside the built-in shapes
+    allow: frozenset[str]
+    secrets: tuple[str, ...]
+
+
+_lock = threading.Lock()
+_words = _Words((), frozenset(), ())
+_generation = 0
+
+
+def extend(
+    *,
+    patterns: Iterable[SecretPattern] = (),
+    allow: Iterable[str] = (),
+    secrets: Iterable[str] = (),
+) -> None:
+    """Redact the project's own secret shapes and these values in everything printed from now
+    on; strings in `allow` (known fake keys) stay."""
+    global _words, _generation
+    with _lock:
+        known = set(_words.patterns)
+        added = tuple(p for p in patterns if p not in known)
+        values = tuple(v for v in dict.fromkeys(secrets) if v and v not in _words.secrets)
+        kept = frozenset(allow) - _words.allow
+        if not (added or values or kept):
+            return
+        _words = _Words(_words.patterns + added, _words.allow | kept, _words.secrets + values)
+        _generation += 1
+
+
+def reset() -> None:
+    """Forget what `extend` added (a new pytest session, a test of the printer)."""
+    global _words, _generation
+    with _lock:
+        _words = _Words((), frozenset(), ())
+        _generation += 1
+
+
+def generation() -> int:
+    """A number that changes whenever what is redacted changes."""
+    return _generation
+
+
+def _patterns() -> tuple[SecretPattern, ...]:
+    """The built-in key shapes and the project's (the scan loads on the first text printed that
+    may hold one, not when the printer is imported: the plugin imports it at pytest start)."""
+    from harness._secret_shapes import SECRET_PATTERNS
+
+    return SECRET_PATTERNS + _words.patterns
+
+
+def redact(text: str) -> str:
+    from harness._secrets import redact_text
+
+    words = _words
+    return redact_text(text, _patterns(), allow=words.allow, secrets=words.secrets)
+
+
+# -- cuts ------------------------------------------------------------------------------------
+
+
+def clip(text: str, limit: int) -> str:
+    """`text`, redacted, cut to `limit` characters (the last one an ellipsis)."""
+    text = redact(text[: limit + REACH]) + text[limit + REACH : limit + REACH + 1]
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def bounded(text: str, limit: int = NAME_LIMIT) -> str:
+    """`text`, redacted, cut to `limit` characters and saying how many more there were."""
+    if len(text) <= limit:
+        return redact(text)
+    shown_text = redact(text[: limit + REACH])
+    if len(shown_text) <= limit and len(text) <= limit + REACH:
+        return shown_text
+    return f"{shown_text[:limit]}… (+{len(text) - limit:,} characters)"
+
+
+def line(text: str, limit: int = LINE_LIMIT) -> str:
+    """One printable line: redacted, control characters escaped, at most `limit` long."""
+    return bounded(one_line(text), limit)
+
+
+def excerpt(seen: Window) -> str:
+    """About 80 bytes around the mark, with MARKER where the difference starts; a secret near
+    it is shown as `[redacted]` (the text around the mark is redacted before it is cut)."""
+    from harness._secret_shapes import find_secrets
+
+    data, mark = seen.data, seen.mark
+    words = _words
+    text = data.decode("utf-8", "replace")
+    if find_secrets(text, _patterns(), allow=words.allow, secrets=words.secrets):
+        return _redacted_excerpt(seen)
+    while 0 < mark < len(data) and _continuation(data[mark]):
+        mark -= 1  # the marker goes before the character the differing byte belongs to
+    start = max(0, mark - _CONTEXT_BEFORE)
+    while 0 < start < len(data) and _continuation(data[start]):
+        start -= 1
+    end = min(len(data), start + _CONTEXT_SIZE)
+    end = max(end, mark)
+    while end < len(data) and _continuation(data[end]):
+        end += 1
+    before = data[start:mark].decode("utf-8", "replace")
+    after = data[mark:end].decode("utf-8", "replace")
+    head = "…" if start > 0 or seen.more_before else ""
+    tail = "…" if end < len(data) or seen.more_after else ""
+    return head + before + MARKER + after + tail
+
+
+def _continuation(byte: int) -> bool:
+    return byte & 0xC0 == 0x80
+
+
+def _redacted_excerpt(seen: Window) -> str:
+    """`excerpt` in characters, on the text around the mark with its secrets redacted first."""
+    before = seen.data[: seen.mark].decode("utf-8", "replace")
+    after = seen.data[seen.mark :].decode("utf-8", "replace")
+    text, at = _redact_marking(before + after, len(before))
+    head = max(0, at - _CONTEXT_BEFORE)
+    tail = min(len(text), head + _CONTEXT_SIZE)
+    middle = text[head:at] + MARKER + text[at : max(tail, at)]
+    more_before = head > 0 or seen.more_before
+    more_after = tail < len(text) or seen.more_after
+    return ("…" if more_before else "") + middle + ("…" if more_after else "")
+
+
+def _redact_marking(text: str, at: int) -> tuple[str, int]:
+    """`text` with its secrets replaced by REDACTED, and where position `at` went (a secret
+    holding `at` is replaced whole, and `at` moves to its start)."""
+    from harness._secret_shapes import find_secrets
+    from harness._secrets import REDACTED
+
+    words = _words
+    pieces: list[str] = []
+    position = 0
+    moved = at
+    for hit in find_secrets(text, _patterns(), allow=words.allow, secrets=words.secrets):
+        start, end = hit.cut
+        if start < position or end <= start:
+            continue
+        pieces += [text[position:start], REDACTED]
+        if start < at < end:
+            moved = sum(map(len, pieces[:-1]))
+        elif end <= at:
+            moved -= (end - start) - len(REDACTED)
+        position = end
+    pieces.append(text[position:])
+    return "".join(pieces), moved
+
+
+def around(a: str, b: str, width: int = 60) -> tuple[str, str]:
+    """Two differing strings cut to the region around their first difference (not both at the
+    same prefix), with MARKER there; redacted before they are cut. Strings that hold MARKER
+    already (a report's own regions) are cut around it, not marked again."""
+    from harness._views import common_prefix
+
+    if MARKER in a and MARKER in b:
+        return _cut(a, a.index(MARKER), width, mark=False), _cut(b, b.index(MARKER), width, False)
+    at = common_prefix(a, b)
+    start = max(at - REACH, 0)
+    a_window, b_window = a[start : at + REACH], b[start : at + REACH]
+    a_shown, b_shown = redact(a_window), redact(b_window)
+    if len(a) <= width and len(b) <= width:
+        return a_shown, b_shown
+    at = common_prefix(a_shown, b_shown)
+    return (
+        _cut(a_shown, at, width, True, start > 0, len(a) > start + len(a_window)),
+        _cut(b_shown, at, width, True, start > 0, len(b) > start + len(b_window)),
+    )
+
+
+def _cut(
+    text: str, at: int, width: int, mark: bool, before: bool = False, after: bool = False
+) -> str:
+    head = max(0, at - width // 3)
+    tail = min(len(text), max(head + width, at))
+    middle = text[head:at] + (MARKER if mark else "") + text[at:tail]
+    return ("…" if head > 0 or before else "") + middle + ("…" if tail < len(text) or after else "")
+
+
+# -- GitHub Actions --------------------------------------------------------------------------
+
+# GitHub's cap on one step's summary; past it the summary is dropped (with an error) in the job.
+STEP_SUMMARY_LIMIT: Final = 1024 * 1024
+_COMMAND_START: Final = ("::", "##[")
+
+
+def on_github_actions() -> bool:
+    return os.environ.get("GITHUB_ACTIONS") == "true"
+
+
+def _data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _property(text: str) -> str:
+    return _data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def annotation(
+    message: str, *, file: str | None = None, line: int | None = None, title: str | None = None
+) -> str:
+    """An `::error` workflow command, its message redacted, message and properties escaped."""
+    properties = []
+    if file is not None:
+        properties.append(f"file={_property(redact(file))}")
+    if line is not None:
+        properties.append(f"line={line}")
+    if title is not None:
+        properties.append(f"title={_property(redact(title))}")
+    head = "::error " + ",".join(properties) if properties else "::error"
+    return f"{head}::{_data(redact(message))}"
+
+
+def reads_as_command(text: str) -> bool:
+    """Whether a line of `text` would be taken for a workflow command (`::...` or `##[...`)."""
+    return any(line.lstrip().startswith(_COMMAND_START) for line in text.splitlines())
+
+
+def actions_safe(text: str, *, github: bool | None = None) -> str:
+    """`text` as it may be printed to a GitHub Actions log: as it is, unless one of its lines
+    would be read as a workflow command; then it is wrapped in `::stop-commands::<token>` and
+    `::<token>::`, as GitHub documents for untrusted output. The token is the SHA-256 of the text,
+    so output stays deterministic and the text cannot hold its own token. Outside Actions (or
+    with `github=False`) the text is unchanged."""
+    if not (on_github_actions() if github is None else github) or not reads_as_command(text):
+        return text
+    token = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"::stop-commands::{token}\n{text}\n::{token}::"
+
+
+def shown(message: str) -> str:
+    """A message as a test failure or the CLI prints it: redacted, and safe on GitHub Actions."""
+    return actions_safe(redact(message))
+
+
+def bounded_summary(markdown: str, room: int = STEP_SUMMARY_LIMIT) -> str:
+    """`markdown` cut to fit `room` bytes (UTF-8), with a last line saying what was cut."""
+    data = markdown.encode("utf-8", "surrogatepass")
+    if len(data) <= room:
+        return markdown
+    note_room = 200  # the closing fence and the note below
+    if room < note_room:
+        return ""  # the summary is full: the job log has it all
+    kept = data[: room - note_room].decode("utf-8", "ignore")
+    kept = kept[: kept.rfind("\n") + 1] if "\n" in kept else ""
+    cut = len(data) - len(kept.encode("utf-8", "surrogatepass"))
+    fence = "\n```\n" if kept.count("```") % 2 else ""  # close a code block cut in the middle
+    return (
+        f"{kept}{fence}\n> **Cut:** {cut:,} more bytes did not fit GitHub's"
+        f" {STEP_SUMMARY_LIMIT // 1024:,} KiB step summary limit; the full reports are in the job"
+        " log.\n"
+    )
+
+
+def write_step_summary(markdown: str) -> bool:
+    """Append `markdown`, redacted, to the GitHub step summary, cut to what fits GitHub's 1 MiB
+    limit (the summary may already hold other output); False when there is none to write to."""
+    path = os.environ.get("GITHUB_STEP_SUMMARY")
+    if not path or not on_github_actions():
+        return False
+    try:
+        used = os.stat(path).st_size
+    except OSError:
+        used = 0
+    text = redact(markdown)
+    text = text if text.endswith("\n") else text + "\n"
+    text = bounded_summary(text, max(STEP_SUMMARY_LIMIT - used, 0))
+    if text:
+        with open(path, "a", encoding="utf-8", errors="backslashreplace") as handle:
+            handle.write(text)
+    return True
