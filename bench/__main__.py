@@ -35,9 +35,9 @@ from bench.figures import Figures, PeerFigure, Shape, SizeFigure, to_json
 from bench.floor import floor_check, verify
 from bench.machine import this_machine
 from bench.report import render, write_between_markers
+from harness._paths import pins_root
 from harness.scenarios._formats import load_fixture
 from harness.scenarios._pins import Pin, load_pin
-from harness.scenarios._record import pins_root
 
 ROOT = Path(__file__).resolve().parent.parent
 FIGURES_PAGE = ROOT / "docs" / "benchmarks.md"  # the one page holding the bench markers

@@ -17,20 +17,17 @@ from vcr.serializers import yamlserializer
 
 from bench.timing import median_of
 from harness._files import decode
-from harness._secrets import scan_secrets
-from harness.scenarios._formats import (
+from harness._paths import (
     ANSWERS_FILE,
     LOG_FILE,
     REQUESTS_FILE,
     SCENARIO_FILE,
-    AnswersFile,
-    LogFile,
-    RequestsFile,
-    Scenario,
-    load_fixture,
+    SYSTEM_PIN,
+    TOOLS_PIN,
+    pins_root,
 )
-from harness.scenarios._pins import SYSTEM_PIN, TOOLS_PIN
-from harness.scenarios._record import pins_root
+from harness._secrets import scan_secrets
+from harness.scenarios._formats import AnswersFile, LogFile, RequestsFile, Scenario, load_fixture
 
 KINDS = {
     SCENARIO_FILE: Scenario,

@@ -44,9 +44,9 @@ def main(argv: list[str]) -> int:
     from bench.floor import floor_check, verify
     from bench.pipeline import replay_ok, steps_of
     from bench.timing import timed
+    from harness._paths import pins_root
     from harness.scenarios._formats import load_fixture
     from harness.scenarios._pins import load_pin
-    from harness.scenarios._record import pins_root
 
     large, small, rounds = Path(argv[0]), Path(argv[1]), int(argv[2])
     load_s, fixture = timed(lambda: load_fixture(large))

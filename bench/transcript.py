@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from harness._files import write
+from harness._paths import SCENARIO_FILE
 from harness.agent import ScriptedReply, ScriptedToolCall
 from harness.scenarios._formats import (
-    SCENARIO_FILE,
     PinSpec,
     PluginSpec,
     Scenario,

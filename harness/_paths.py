@@ -1,4 +1,12 @@
-"""Names that become file names: scenario names, pin classes, test ids.
+"""Every path rule: where recordings, cassettes and pins live, and which names become file names.
+
+Where things live (one place, for the CLI, the plugin, capture and the unused-recordings rule):
+- a scenario: `<fixtures>/<name>/` with `scenario.json` and its recording (`log.json`,
+  `requests.json`, `answers.json`);
+- its header pins: `<fixtures>/../snapshots/headers/<class>/` (`system-prompt.expected.md`,
+  `tool-schemas.expected.json`), found from the scenario folder's real place;
+- a captured test's cassette: `<fixtures>/cassettes/<test file path>/<test name>.json`;
+- without a PATH, the CLI reads `./fixtures`.
 
 A name must not escape the folder it is joined to (`../`, absolute paths, NUL, drive letters), must
 not be a reserved Windows device name, and must stay short enough for every filesystem. Unsafe
@@ -15,10 +23,70 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+from typing import Final
 
 from harness._errors import UnsafeName
-from harness._secrets import redact_text
+
+FIXTURES: Final = "fixtures"  # the project's recordings, relative to its root
+CASSETTES: Final = "cassettes"  # captured tests' cassettes, inside the fixtures folder
+SCENARIO_FILE: Final = "scenario.json"
+LOG_FILE: Final = "log.json"
+REQUESTS_FILE: Final = "requests.json"
+ANSWERS_FILE: Final = "answers.json"
+RECORDING_FILES: Final = (LOG_FILE, REQUESTS_FILE, ANSWERS_FILE)
+SCENARIO_FILES: Final = (SCENARIO_FILE, *RECORDING_FILES)
+SYSTEM_PIN: Final = "system-prompt.expected.md"
+TOOLS_PIN: Final = "tool-schemas.expected.json"
+
+
+def cassettes_folder(fixtures: Path) -> Path:
+    return fixtures / CASSETTES
+
+
+def pins_root(fixture_folder: Path) -> Path:
+    """Pins live beside the fixtures: `<project>/snapshots/headers/` for `<project>/fixtures/x/`."""
+    return fixture_folder.resolve().parent.parent / "snapshots" / "headers"
+
+
+def pin_folder(root: Path, name: str) -> Path:
+    return root / safe_component(name)
+
+
+def cassette_path_for(root: Path, nodeid: str) -> Path:
+    """`root/<test file path without .py>/<test name>.json` for a pytest node id.
+
+    Parts that are not safe file names (parametrize ids with brackets, say) become a safe slug
+    with a short hash (`file_name_for`), so two tests never share a cassette.
+    """
+    file_part, _, test_part = nodeid.partition("::")
+    folder = Path(root)
+    pure = PurePosixPath(file_part.replace("\\", "/"))
+    parts = [*pure.parent.parts, pure.stem] if pure.suffix == ".py" else list(pure.parts)
+    for part in parts:
+        if part in ("", ".", "/"):
+            continue
+        folder = folder / _cassette_part(part)
+    name = test_part.replace("::", ".") or "module"
+    return folder / f"{_cassette_part(name)}.json"
+
+
+_HASHED = re.compile(r".+-[0-9a-f]{10}")
+
+
+def _cassette_part(name: str) -> str:
+    # A safe name that looks like a hashed one goes through the hash too, so a folder literally
+    # named like another's hashed name cannot share its cassettes. A name holding a secret (a
+    # parametrize id) does too: `file_name_for` keeps only a redacted slug and a short hash.
+    from harness._secrets import redact_text  # the scan loads with the first cassette named
+
+    if _HASHED.fullmatch(name) or redact_text(name) != name:
+        return file_name_for(name)
+    try:
+        return safe_component(name)
+    except UnsafeName:
+        return file_name_for(name)
+
 
 _SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 _WINDOWS_RESERVED = {
@@ -46,6 +114,8 @@ def file_name_for(text: str, max_length: int = 80) -> str:
     A secret in the text (a key in a parametrize id) never reaches the name: the slug is made
     from the redacted text, and only a 10-digit hash of the whole text keeps names distinct.
     """
+    from harness._secrets import redact_text
+
     slug = re.sub(r"[^A-Za-z0-9._-]+", "_", redact_text(text)).strip("._-") or "unnamed"
     slug = slug.replace("..", "_")
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:10]

@@ -24,10 +24,10 @@ from bench.figures import goals, to_json
 from bench.floor import FloorUnsupported, floor_check, verify
 from bench.report import END, START, render, write_between_markers
 from harness._files import read, write
+from harness._paths import LOG_FILE, pins_root
 from harness.agent import ToolSchema
-from harness.scenarios._formats import LOG_FILE, LogFile, load_fixture
+from harness.scenarios._formats import LogFile, load_fixture
 from harness.scenarios._pins import load_pin
-from harness.scenarios._record import pins_root
 
 TOY = Plan(
     rounds={3: 2, 4: 1},

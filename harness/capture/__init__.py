@@ -25,6 +25,7 @@ from typing import Any
 
 from harness._errors import CaptureError, CassetteMismatch, CassetteMissing
 from harness._errors import CassetteSecretLeak as SecretLeak
+from harness._paths import cassette_path_for
 from harness._secrets import REDACTED, Redaction, SecretFinding, scan_secrets
 from harness.capture._captured import Captured, split_exchange
 from harness.capture._cassette import (
@@ -33,7 +34,6 @@ from harness.capture._cassette import (
     HttpRequest,
     HttpResponse,
     Proof,
-    cassette_path_for,
     load_cassette,
 )
 from harness.capture._config import CaptureConfig

@@ -11,17 +11,14 @@ headers and body; server-sent events are kept as lines.
 from __future__ import annotations
 
 import base64
-import re
 from collections.abc import Iterator, Sequence
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any, Final
 
 import msgspec
 
-from harness._errors import UnsafeName
 from harness._files import Versioned, read
-from harness._paths import file_name_for, safe_component
-from harness._secrets import Redaction, redact_text
+from harness._secrets import Redaction
 
 __all__ = [
     "FRAMING",
@@ -31,7 +28,6 @@ __all__ = [
     "HttpResponse",
     "Proof",
     "all_exchanges",
-    "cassette_path_for",
     "load_cassette",
     "redacted",
     "request_record",
@@ -173,39 +169,6 @@ def secret_values(capture: CaptureFile, redaction: Redaction) -> list[str]:
 def load_cassette(path: Path) -> CaptureFile:
     """Read a cassette strictly (a `FixtureError` names the file and the problem)."""
     return read(path, CaptureFile)
-
-
-def cassette_path_for(root: Path, nodeid: str) -> Path:
-    """`root/<test file path without .py>/<test name>.json` for a pytest node id.
-
-    Parts that are not safe file names (parametrize ids with brackets, say) become a safe slug
-    with a short hash (`harness._paths.file_name_for`), so two tests never share a cassette.
-    """
-    file_part, _, test_part = nodeid.partition("::")
-    folder = Path(root)
-    pure = PurePosixPath(file_part.replace("\\", "/"))
-    parts = [*pure.parent.parts, pure.stem] if pure.suffix == ".py" else list(pure.parts)
-    for part in parts:
-        if part in ("", ".", "/"):
-            continue
-        folder = folder / _safe(part)
-    name = test_part.replace("::", ".") or "module"
-    return folder / f"{_safe(name)}.json"
-
-
-_HASHED = re.compile(r".+-[0-9a-f]{10}")
-
-
-def _safe(name: str) -> str:
-    # A safe name that looks like a hashed one goes through the hash too, so a folder literally
-    # named like another's hashed name cannot share its cassettes. A name holding a secret (a
-    # parametrize id) does too: `file_name_for` keeps only a redacted slug and a short hash.
-    if _HASHED.fullmatch(name) or redact_text(name) != name:
-        return file_name_for(name)
-    try:
-        return safe_component(name)
-    except UnsafeName:
-        return file_name_for(name)
 
 
 def _volatile_request_header(name: str) -> bool:

@@ -17,7 +17,7 @@ project's `harness_capture_config` can name one.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Protocol, runtime_checkable
+from typing import Final, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
 from harness._errors import CassetteMismatch, UsageError
@@ -36,6 +36,7 @@ __all__ = [
     "matcher_named",
     "positions",
     "register_matcher",
+    "unregister_matcher",
 ]
 
 
@@ -73,9 +74,19 @@ _MATCHERS: dict[str, Callable[[], Matcher]] = {
 }
 
 
+_BUILT_IN: Final = dict(_MATCHERS)
+
+
 def register_matcher(name: str, factory: Callable[[], Matcher]) -> None:
     """Make a matcher available by name (replaces one of the same name)."""
     _MATCHERS[name] = factory
+
+
+def unregister_matcher(name: str) -> None:
+    """Remove a registered matcher (a built-in one comes back)."""
+    _MATCHERS.pop(name, None)
+    if name in _BUILT_IN:
+        _MATCHERS[name] = _BUILT_IN[name]
 
 
 def matcher_named(name: str) -> Matcher:

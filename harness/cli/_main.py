@@ -33,7 +33,7 @@ from harness._errors import (
     one_line,
 )
 from harness._files import write_files
-from harness._paths import refuse_linked_folder
+from harness._paths import FIXTURES, pins_root, refuse_linked_folder
 from harness._printer import annotation, shown, write_step_summary
 from harness.capture._audit import CassetteAudit, audit_cassette, find_cassettes, summary_lines
 from harness.capture._cassette import load_cassette
@@ -52,7 +52,7 @@ from harness.scenarios._check import (
 )
 from harness.scenarios._demo import demo_source
 from harness.scenarios._formats import Fixture, RecordedRequestHeader, find_fixtures, load_fixture
-from harness.scenarios._record import pins_root, recording_files
+from harness.scenarios._record import recording_files
 from harness.scenarios._replay import Finding, replay_fixture, verdict
 
 EXIT_OK = 0
@@ -82,7 +82,7 @@ def project_fixtures() -> Path:
     """`fixtures/` in the working directory: a command given no PATH works on the project's own
     recordings, never on the scenarios shipped with the harness (only `harness demo` reads those:
     a gate that found nothing of the project's must not pass on the demo's)."""
-    local = Path("fixtures")
+    local = Path(FIXTURES)
     if not local.is_dir():
         raise FixtureError(
             local.absolute(),
@@ -96,7 +96,7 @@ def project_fixtures() -> Path:
 def _fixtures(paths: Sequence[str]) -> list[Fixture]:
     folders = find_fixtures([Path(p) for p in paths] if paths else [project_fixtures()])
     if not folders:
-        raise FixtureError(", ".join(paths) or "fixtures", "holds no scenario folders")
+        raise FixtureError(", ".join(paths) or FIXTURES, "holds no scenario folders")
     return [load_fixture(folder) for folder in folders]
 
 
@@ -274,13 +274,13 @@ def cmd_record(args: argparse.Namespace) -> int:
     for path in args.scenarios:
         folder = Path(path)
         if not folder.exists() and not folder.is_absolute() and len(folder.parts) == 1:
-            if not Path("fixtures").is_dir():  # never the shipped scenarios
+            if not Path(FIXTURES).is_dir():  # never the shipped scenarios
                 raise FixtureError(
                     path,
                     "does not exist, and there is no fixtures/ folder here to look the name up in",
                     "run it in the project's folder, or pass the scenario folder's path",
                 )
-            folder = Path("fixtures") / path  # a scenario named by its folder under fixtures/
+            folder = Path(FIXTURES) / path  # a scenario named by its folder under fixtures/
         fixture = load_fixture(folder, scenario_only=True)
         refuse_linked_folder(fixture.folder)
         changed = write_files(recording_files_of(fixture))

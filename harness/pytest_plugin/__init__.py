@@ -27,17 +27,15 @@ import pytest
 from harness._ci import detect_ci
 from harness._distribution import install_command
 from harness._errors import FixtureError, HarnessError
+from harness._paths import FIXTURES
 from harness._record_mode import RecordMode
 from harness.pytest_plugin._api import (
-    DEFAULT_SHUFFLE,
     PROP_MOVES,
     AgentHarness,
     RegistrationShuffle,
-    Settings,
     fail,
     moves_header_reason,
     report_drift,
-    settings_from,
     shown,
 )
 from harness.pytest_plugin._capture import (
@@ -52,9 +50,11 @@ from harness.pytest_plugin._capture import (
     SESSION as CAPTURE_SESSION,
 )
 from harness.pytest_plugin._controller import Controller
-from harness.pytest_plugin._unused import DELETE_FLAG, RunRecord, Verdict, after_run
+from harness.pytest_plugin._hooks import Registrar
+from harness.pytest_plugin._state import DEFAULT_SHUFFLE, RunState, state_from
+from harness.pytest_plugin._unused import DELETE_FLAG, Verdict, after_run
 
-__all__ = ["AgentHarness", "RegistrationShuffle", "Settings", "moves_header_reason"]
+__all__ = ["AgentHarness", "RegistrationShuffle", "RunState", "moves_header_reason"]
 
 # -- options -------------------------------------------------------------------------------------
 
@@ -102,7 +102,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("harness_mode", "default --harness-mode", default=RecordMode.CHECK.value)
     parser.addini("harness_shuffle", "default --harness-shuffle", default=str(DEFAULT_SHUFFLE))
     parser.addini("harness_seed", "default --harness-seed", default="")
-    parser.addini("harness_fixtures", "default --harness-fixtures", default="fixtures")
+    parser.addini("harness_fixtures", "default --harness-fixtures", default=FIXTURES)
     parser.addini(
         "harness_collect",
         "collect every recorded scenario under harness_fixtures as a test (replay, rebuild, "
@@ -112,7 +112,31 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-SETTINGS = pytest.StashKey[Settings]()
+SETTINGS = pytest.StashKey[RunState]()
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from harness.pytest_plugin import _hooks
+
+    pluginmanager.add_hookspecs(_hooks)
+
+
+REGISTRAR = pytest.StashKey[Registrar]()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Every conftest is loaded now: let them register providers and matchers for the run."""
+    hook = session.config.hook.pytest_harness_configure
+    if not hook.get_hookimpls():
+        return
+    registrar = session.config.stash.setdefault(REGISTRAR, Registrar())
+    hook(config=session.config, harness=registrar)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    registrar = config.stash.get(REGISTRAR, None)
+    if registrar is not None:
+        registrar.undo()
 
 
 @pytest.hookimpl(trylast=True)  # after pytest-randomly has resolved its seed
@@ -128,7 +152,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "requests through its capture session (its cassette); keyword arguments override "
         "harness_capture_config for this test",
     )
-    settings = settings_from(config)
+    settings = state_from(config)
     if config.getoption("harness_delete_unused") and not settings.mode.writes:
         raise pytest.UsageError(
             f"harness: {DELETE_FLAG} deletes files, and --harness-mode={settings.mode} never"
@@ -136,14 +160,13 @@ def pytest_configure(config: pytest.Config) -> None:
         )
     _refuse_snapshot_update_under_ci(config)
     config.stash[SETTINGS] = settings
-    config.stash[RUN] = RunRecord()
     snapshot = sys.modules.get(
         "harness.pytest_plugin._snapshot"
     )  # a previous in-process run's refusals
     if snapshot is not None:
         snapshot.refused_deletions.clear()
     if not hasattr(config, "workerinput"):
-        config.pluginmanager.register(Controller(settings, config.stash[RUN]), "harness-controller")
+        config.pluginmanager.register(Controller(settings), "harness-controller")
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistHooks(), "harness-xdist")
 
@@ -181,7 +204,7 @@ class _XdistHooks:
         node.workerinput["harness_seed_source"] = settings.seed_source
 
     def pytest_xdist_node_collection_finished(self, node: Any, ids: Sequence[str]) -> None:
-        node.config.stash[RUN].collected.update(ids)
+        node.config.stash[SETTINGS].collected.update(ids)
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -217,10 +240,7 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     config = parent.config
     if not config.getini("harness_collect"):
         return None
-    from harness.scenarios._formats import (
-        LOG_FILE,
-        SCENARIO_FILE,
-    )  # the runtime and the codec load when needed
+    from harness._paths import LOG_FILE, SCENARIO_FILE
 
     if file_path.name not in (SCENARIO_FILE, LOG_FILE):
         return None
@@ -238,7 +258,7 @@ class OrphanRecording(pytest.File):
     """A recording without its scenario.json: a collection error, not a scenario skipped."""
 
     def collect(self) -> Iterator[pytest.Item]:
-        from harness.scenarios._formats import LOG_FILE, SCENARIO_FILE
+        from harness._paths import LOG_FILE, SCENARIO_FILE
 
         raise self.CollectError(
             f"harness: {self.path.parent}: holds {LOG_FILE} but no {SCENARIO_FILE} (was it"
@@ -274,7 +294,7 @@ class ScenarioItem(pytest.Item):
 
 
 @pytest.fixture
-def harness_settings(request: pytest.FixtureRequest) -> Settings:
+def harness_settings(request: pytest.FixtureRequest) -> RunState:
     return request.config.stash[SETTINGS]
 
 
@@ -426,7 +446,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if _refused_deletions() and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED  # syrupy was asked to delete under CI
     config.stash[_UNUSED] = after_run(
-        session, config.stash[RUN], settings.fixtures, writing=settings.mode.writes
+        session, settings, settings.fixtures, writing=settings.mode.writes
     )
 
 
@@ -438,7 +458,6 @@ def _refused_deletions() -> list[tuple[str, str]]:
 
 
 _UNUSED = pytest.StashKey[tuple[Verdict, list[str]]]()
-RUN = pytest.StashKey[RunRecord]()
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

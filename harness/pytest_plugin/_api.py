@@ -1,6 +1,6 @@
 """What the harness's pytest fixtures hand a test, and how a test talks to the controller.
 
-- `Settings`: the run's mode, shuffle count, seed and fixtures folder, and what the controller
+- `RunState`: the run's mode, shuffle count, seed and fixtures folder, and what the controller
   collects from the tests' reports (drift, written files, used recordings).
 - `AgentHarness` (`agent_harness`): check a scenario on the reference runtime through the one
   orchestration (`harness.scenarios._check`), hand the files it wants written to the
@@ -15,21 +15,15 @@ Tests never write files: they put what they want written into their report's `us
 from __future__ import annotations
 
 import base64
-import random
-import shlex
-import zlib
-from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeVar
 
 import pytest
 
 from harness import _printer
-from harness._ci import detect_ci
-from harness._errors import HarnessError, UsageError
-from harness._record_mode import RecordMode
+from harness._errors import HarnessError
+from harness.pytest_plugin._state import RunState
 
 if TYPE_CHECKING:
     from harness._files import FileContents
@@ -46,113 +40,6 @@ PROP_DRIFT: Final = "harness_drift"
 PROP_USED: Final = "harness_fixture_used"
 PROP_MOVES: Final = "harness_moves_header"
 PROP_CHAIN: Final = "harness_prefix_chain"  # a captured test's gate: coverage, moves, exemption
-
-
-CACHE_KEY: Final = "harness/seed"
-DEFAULT_SHUFFLE: Final = 8
-
-
-@dataclass
-class Settings:
-    mode: RecordMode
-    shuffle: int
-    seed: int
-    seed_source: str  # "pytest-randomly", "--harness-seed", "last run", "random"
-    fixtures: Path
-    randomly_installed: bool
-    drifts: list[dict[str, Any]] = field(default_factory=list)
-    moves: list[tuple[str, str]] = field(default_factory=list)
-    used: set[str] = field(default_factory=set)
-    written: list[Path] = field(default_factory=list)
-    unwritten: list[str] = field(default_factory=list)  # writes the controller could not make
-    deselected: int = 0
-    chain_tests: int = 0  # captured tests the prefix-chain gate ran on
-    chain_seen: Counter[str] = field(default_factory=Counter)  # provider requests, by provider
-    chain_judged: Counter[str] = field(default_factory=Counter)  # of those, judged
-    chain_unrecognised: int = 0  # captured requests no provider claimed
-    stale: set[str] = field(default_factory=set)  # moves_header tests whose header did not move
-
-    def seed_for(self, nodeid: str) -> int:
-        return zlib.crc32(f"{self.seed}:{nodeid}".encode())
-
-    def reproduce(self, nodeid: str) -> str:
-        if self.seed_source == "pytest-randomly":
-            flags = f"-p randomly --randomly-seed={self.seed}"
-        elif self.randomly_installed:
-            flags = f"-p no:randomly --harness-seed={self.seed}"
-        else:
-            flags = f"--harness-seed={self.seed}"
-        if self.shuffle != DEFAULT_SHUFFLE:
-            flags += f" --harness-shuffle={self.shuffle}"
-        return f"pytest {shlex.quote(nodeid)} {flags}"
-
-
-def settings_from(config: pytest.Config) -> Settings:
-    """The run's settings from its options and ini values; a UsageError for a bad one."""
-    value = str(_option(config, "mode"))
-    try:
-        mode = RecordMode.parse(value)
-    except UsageError:
-        raise pytest.UsageError(
-            f"harness: harness_mode must be one of {RecordMode.listed()}, not {value!r}"
-        ) from None
-    found = detect_ci()
-    if mode.writes and found is not None:
-        raise pytest.UsageError(
-            f"harness: --harness-mode={mode} writes fixtures, and this is a CI run"
-            f" ({found.describe()}). CI never writes: run `pytest --harness-mode=update` "
-            "locally, review the diff, and commit the files."
-        )
-    try:
-        shuffle = int(_option(config, "shuffle"))
-    except ValueError:
-        raise pytest.UsageError("harness: --harness-shuffle takes a whole number") from None
-    if shuffle < 1:
-        raise pytest.UsageError("harness: --harness-shuffle must be at least 1")
-    seed, source = _resolve_seed(config)
-    cache = getattr(config, "cache", None)
-    if cache is not None and not hasattr(config, "workerinput"):
-        cache.set(CACHE_KEY, seed)
-    fixtures = Path(str(_option(config, "fixtures")))
-    if not fixtures.is_absolute():
-        fixtures = config.rootpath / fixtures
-    return Settings(
-        mode, shuffle, seed, source, fixtures, config.pluginmanager.hasplugin("randomly")
-    )
-
-
-def _option(config: pytest.Config, name: str) -> Any:
-    value = config.getoption(f"harness_{name}")
-    return value if value is not None else config.getini(f"harness_{name}")
-
-
-def _resolve_seed(config: pytest.Config) -> tuple[int, str]:
-    workerinput = getattr(config, "workerinput", None)
-    if workerinput is not None and "harness_seed" in workerinput:
-        return int(workerinput["harness_seed"]), str(workerinput["harness_seed_source"])
-    explicit = config.getoption("harness_seed")
-    randomly = getattr(config.option, "randomly_seed", None)
-    if (
-        explicit is None
-        and config.pluginmanager.hasplugin("randomly")
-        and isinstance(randomly, int)
-    ):
-        return randomly, "pytest-randomly"
-    value = explicit if explicit is not None else config.getini("harness_seed")
-    cache = getattr(config, "cache", None)
-    if value == "last":
-        previous = cache.get(CACHE_KEY, None) if cache is not None else None
-        if isinstance(previous, int):
-            return previous, "last run"
-        return random.Random().getrandbits(32), "random (no previous run)"
-    if value:
-        try:
-            return int(value), "--harness-seed"
-        except ValueError:
-            raise pytest.UsageError(
-                f"harness: --harness-seed takes an integer or 'last', not {value!r}"
-            ) from None
-    return random.Random().getrandbits(32), "random"
 
 
 shown = _printer.shown  # a message as a test failure prints it
@@ -214,7 +101,7 @@ def queue_drift(item: pytest.Item, message: str, markdown: str, seed: int) -> No
 class AgentHarness:
     """Boot a scenario on the reference runtime, record or replay it, shuffle it, check its pins."""
 
-    def __init__(self, settings: Settings, item: pytest.Item) -> None:
+    def __init__(self, settings: RunState, item: pytest.Item) -> None:
         self.settings = settings
         self.item = item
         self.seed = settings.seed_for(item.nodeid)
@@ -281,7 +168,7 @@ class AgentHarness:
 class RegistrationShuffle:
     """Seeded permutations for this test, and the assertion that headers do not move under them."""
 
-    def __init__(self, settings: Settings, item: pytest.Item) -> None:
+    def __init__(self, settings: RunState, item: pytest.Item) -> None:
         self.settings = settings
         self.item = item
         self.seed = settings.seed_for(item.nodeid)

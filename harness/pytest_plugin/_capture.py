@@ -30,13 +30,13 @@ from harness._errors import CaptureError, CassetteMismatch, FixtureError, Harnes
 from harness.pytest_plugin._api import (
     PROP_CHAIN,
     PROP_USED,
-    Settings,
     fail,
     moves_header_reason,
     queue_drift,
     queue_write,
     shown,
 )
+from harness.pytest_plugin._state import RunState
 
 if TYPE_CHECKING:  # the capture package is imported when a test first uses it, not at startup
     from harness.capture._session import CaptureSession
@@ -59,10 +59,10 @@ _HARNESS_ROOT = str(Path(__file__).resolve().parent)
 
 
 def session_for(
-    item: pytest.Item, settings: Settings, *, upstream: Any, config: Any
+    item: pytest.Item, settings: RunState, *, upstream: Any, config: Any
 ) -> CaptureSession:
     """The capture session of `item` (a one-line test failure for a bad config or cassette)."""
-    from harness.capture._cassette import cassette_path_for
+    from harness._paths import cassette_path_for, cassettes_folder
     from harness.capture._config import CaptureConfig
     from harness.capture._session import CaptureSession
 
@@ -72,7 +72,7 @@ def session_for(
         if marker is not None and marker.kwargs:
             captured = captured.updated(marker.kwargs, where=f"@pytest.mark.{MARKER}")
         session = CaptureSession.for_test(
-            cassette_path_for(settings.fixtures / "cassettes", item.nodeid),
+            cassette_path_for(cassettes_folder(settings.fixtures), item.nodeid),
             settings.mode,
             writes_allowed=writes_allowed(),
             upstream=upstream,
@@ -103,7 +103,7 @@ def intercepting(session: CaptureSession) -> Iterator[None]:
         yield
 
 
-def gate(item: pytest.Item, session: CaptureSession, settings: Settings) -> None:
+def gate(item: pytest.Item, session: CaptureSession, settings: RunState) -> None:
     """After a test body passed: fail it on replay errors its code swallowed, and on a prefix-chain
     break (unless it is marked `moves_header`). Runs in the call phase, so the test fails."""
     __tracebackhide__ = True
@@ -143,7 +143,7 @@ def gate(item: pytest.Item, session: CaptureSession, settings: Settings) -> None
     )
 
 
-def finish(item: pytest.Item, session: CaptureSession, settings: Settings, *, failed: bool) -> None:
+def finish(item: pytest.Item, session: CaptureSession, settings: RunState, *, failed: bool) -> None:
     """At teardown: report replay drift, count the gate's coverage, and hand over the cassette
     unless the test failed (a failed test writes nothing)."""
     finished = session.finish()  # SecretLeak propagates: the test errors, no write
@@ -175,7 +175,7 @@ def record_chain(item: pytest.Item, session: CaptureSession, *, moved: int) -> N
     )
 
 
-def take_chain(settings: Settings, nodeid: str, value: dict[str, Any]) -> None:
+def take_chain(settings: RunState, nodeid: str, value: dict[str, Any]) -> None:
     """The controller's side of `record_chain`."""
     settings.chain_tests += 1
     settings.chain_seen.update(Counter(value.get("seen", {})))

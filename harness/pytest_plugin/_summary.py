@@ -14,7 +14,7 @@ from typing import Any
 
 from harness import _printer
 from harness._errors import one_line
-from harness.pytest_plugin._api import Settings
+from harness.pytest_plugin._state import RunState
 from harness.pytest_plugin._unused import DELETE_FLAG, Verdict
 
 __all__ = ["chain_lines", "moves_line", "write_summary"]
@@ -22,7 +22,7 @@ __all__ = ["chain_lines", "moves_line", "write_summary"]
 
 def write_summary(
     terminalreporter: Any,
-    s: Settings,
+    s: RunState,
     verdict: Verdict,
     done: list[str],
     *,
@@ -68,7 +68,7 @@ def write_summary(
         _github(s)
 
 
-def chain_lines(settings: Settings) -> list[str]:
+def chain_lines(settings: RunState) -> list[str]:
     """The gate's coverage, per provider, over every captured test of the run."""
     if not settings.chain_tests:
         return []
@@ -84,7 +84,7 @@ def chain_lines(settings: Settings) -> list[str]:
     return [line]
 
 
-def moves_line(nodeid: str, reason: str, settings: Settings) -> str:
+def moves_line(nodeid: str, reason: str, settings: RunState) -> str:
     stale = " [stale: marked, yet nothing moved]" if nodeid in settings.stale else ""
     return f"{nodeid}: {reason}{stale}"
 
@@ -112,7 +112,7 @@ def _unused(verdict: Verdict, done: list[str], asked: bool, write: Callable[...,
         write(f"{DELETE_FLAG}: every recording was used; nothing to delete")
 
 
-def _github(settings: Settings) -> None:
+def _github(settings: RunState) -> None:
     for drift in settings.drifts:
         print(
             _printer.annotation(

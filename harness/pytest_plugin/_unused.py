@@ -28,17 +28,20 @@ import fnmatch
 import glob
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import pytest
 
 from harness._ci import detect_ci
 
+if TYPE_CHECKING:
+    from harness.pytest_plugin._state import RunState
+from harness._paths import CASSETTES, SCENARIO_FILES
+
 __all__ = [
     "DELETE_FLAG",
-    "RunRecord",
     "Verdict",
     "after_run",
     "collectable",
@@ -48,27 +51,6 @@ __all__ = [
 ]
 
 DELETE_FLAG: Final = "--harness-delete-unused"
-SCENARIO_FILES: Final = ("scenario.json", "log.json", "requests.json", "answers.json")
-CASSETTES: Final = "cassettes"
-
-
-@dataclass
-class RunRecord:
-    """What the controller saw of a run, for deciding what it proved unused."""
-
-    used: set[str] = field(default_factory=set)  # resolved paths tests reported using
-    collected: set[str] = field(default_factory=set)  # node ids of the collected tests
-    ran: set[str] = field(default_factory=set)  # node ids whose teardown was reported
-    not_passed: dict[str, str] = field(default_factory=dict)  # node id -> "skipped", "failed"
-    collection_errors: int = 0
-    left_out: list[str] = field(default_factory=list)  # test files pytest was told to ignore
-    deselected: int = 0
-
-    def outcome(self, nodeid: str, when: str, outcome: str, xfail: bool) -> None:
-        if when == "teardown":
-            self.ran.add(nodeid)
-        if outcome == "failed" or (outcome == "skipped" and nodeid not in self.not_passed):
-            self.not_passed[nodeid] = "expected to fail" if xfail else outcome
 
 
 @dataclass(frozen=True)
@@ -134,7 +116,7 @@ def narrowing(
 
 
 def judge_unused(
-    record: RunRecord,
+    record: RunState,
     fixtures: Path,
     *,
     narrowed: list[str],
@@ -217,7 +199,7 @@ def collectable(path: Path, python_files: Iterable[str]) -> bool:
 
 
 def after_run(
-    session: pytest.Session, record: RunRecord, fixtures: Path, *, writing: bool
+    session: pytest.Session, record: RunState, fixtures: Path, *, writing: bool
 ) -> tuple[Verdict, list[str]]:
     """What the run proved unused, and what was deleted (with the flag, when it may be)."""
     config = session.config

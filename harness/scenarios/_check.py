@@ -27,15 +27,19 @@ import msgspec
 
 from harness._errors import HarnessError
 from harness._files import FileContents, decode, encode, read_checked
-from harness._paths import refuse_linked_folder
-from harness._record_mode import RecordMode
-from harness._secrets import refuse_secrets
-from harness.agent._llm import ScriptedAdapter
-from harness.scenarios._formats import (
+from harness._paths import (
     ANSWERS_FILE,
     LOG_FILE,
     REQUESTS_FILE,
     SCENARIO_FILE,
+    SYSTEM_PIN,
+    TOOLS_PIN,
+    refuse_linked_folder,
+)
+from harness._record_mode import RecordMode
+from harness._secrets import refuse_secrets
+from harness.agent._llm import ScriptedAdapter
+from harness.scenarios._formats import (
     AnswersFile,
     Fixture,
     LogFile,
@@ -43,7 +47,7 @@ from harness.scenarios._formats import (
     Scenario,
     load_fixture,
 )
-from harness.scenarios._pins import SYSTEM_PIN, TOOLS_PIN, Pin, pin_from_headers
+from harness.scenarios._pins import Pin, pin_from_headers
 from harness.scenarios._record import recording_files
 from harness.scenarios._replay import Finding, ReplayResult, replay_fixture, verdict
 from harness.scenarios._run import Run, run_sync

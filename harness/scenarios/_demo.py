@@ -22,11 +22,12 @@ from typing import Final
 
 from harness._distribution import DISTRIBUTION, install_command, installed_version
 from harness._errors import FixtureError
+from harness._paths import FIXTURES
 
 __all__ = ["PACKAGED", "DemoSource", "demo_source"]
 
 _PACKAGE: Final = Path(__file__).resolve().parents[1]  # harness/, beside harness/scenarios
-PACKAGED: Final = _PACKAGE / "_demo" / "fixtures"
+PACKAGED: Final = _PACKAGE / "_demo" / FIXTURES
 _REPOSITORY: Final = _PACKAGE.parent
 
 
@@ -45,8 +46,8 @@ def demo_source(packaged: Path = PACKAGED, repository: Path = _REPOSITORY) -> De
         version = installed_version()
         named = f"{DISTRIBUTION} {version}" if version else DISTRIBUTION
         return DemoSource(packaged, f"the copy packaged with {named}")
-    if (repository / "fixtures").is_dir() and _declares_this_distribution(repository):
-        return DemoSource(repository / "fixtures", "the repository's copy (an editable install)")
+    if (repository / FIXTURES).is_dir() and _declares_this_distribution(repository):
+        return DemoSource(repository / FIXTURES, "the repository's copy (an editable install)")
     raise FixtureError(
         packaged,
         "is missing: this install of the harness has no demo scenarios",

@@ -25,7 +25,15 @@ import msgspec
 
 from harness._errors import FixtureError, UnsafeName
 from harness._files import Versioned, read
-from harness._paths import safe_component
+from harness._paths import (
+    ANSWERS_FILE,
+    CASSETTES,
+    LOG_FILE,
+    RECORDING_FILES,
+    REQUESTS_FILE,
+    SCENARIO_FILE,
+    safe_component,
+)
 from harness.agent._header import LlmConfig, Message, messages_json
 from harness.agent._llm import RequestFields, ScriptedReply
 from harness.agent._session import (
@@ -237,11 +245,6 @@ class ToolSchemasPin(Versioned, frozen=True, kw_only=True, tag="harness/tool-sch
 
 # -- a fixture folder ----------------------------------------------------------------------------
 
-SCENARIO_FILE = "scenario.json"
-LOG_FILE = "log.json"
-REQUESTS_FILE = "requests.json"
-ANSWERS_FILE = "answers.json"
-
 
 class Fixture(msgspec.Struct, frozen=True):
     """The four files of one scenario folder, decoded."""
@@ -306,9 +309,8 @@ def load_fixture(
 
 
 # Files only a scenario folder holds: a folder with one of them but no scenario.json lost it.
-_RECORDING_FILES = (LOG_FILE, REQUESTS_FILE, ANSWERS_FILE)
 # Folders under fixtures/ that hold other recordings, not scenarios.
-_NOT_SCENARIOS = frozenset({"cassettes"})
+_NOT_SCENARIOS = frozenset({CASSETTES})
 
 
 def find_fixtures(paths: list[Path]) -> list[Path]:
@@ -351,8 +353,8 @@ def _scenario_folders(root: Path) -> list[Path]:
             ) from None
         if SCENARIO_FILE in names:
             found.append(folder)
-        elif names & set(_RECORDING_FILES):
-            held = ", ".join(sorted(names & set(_RECORDING_FILES)))
+        elif names & set(RECORDING_FILES):
+            held = ", ".join(sorted(names & set(RECORDING_FILES)))
             raise FixtureError(
                 folder,
                 f"holds {held} but no {SCENARIO_FILE}",

@@ -18,16 +18,13 @@ import msgspec
 
 from harness._errors import FixtureError
 from harness._files import FileContents, encode, read, read_checked, warn_if_secret
-from harness._paths import safe_component
+from harness._paths import SYSTEM_PIN, TOOLS_PIN, pin_folder
 from harness._views import view_of_header
 from harness.agent._header import Header, header_equals
 from harness.agent._tools import ToolSchema
 from harness.drift._compare import compare
 from harness.drift._report import DriftReport
 from harness.scenarios._formats import ToolSchemasPin
-
-SYSTEM_PIN = "system-prompt.expected.md"
-TOOLS_PIN = "tool-schemas.expected.json"
 
 
 @dataclass(frozen=True)
@@ -37,10 +34,6 @@ class Pin:
 
     def state(self, index: int) -> tuple[ToolSchema, ...]:
         return self.tools.initial if index == 0 else self.tools.changes[index - 1]
-
-
-def pin_folder(root: Path, name: str) -> Path:
-    return root / safe_component(name)
 
 
 def load_pin(root: Path, name: str) -> Pin | None:

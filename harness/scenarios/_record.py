@@ -15,14 +15,12 @@ import msgspec
 
 from harness._errors import SecretLeak
 from harness._files import FileContents, encode, write_files
+from harness._paths import ANSWERS_FILE, LOG_FILE, REQUESTS_FILE, pins_root
 from harness._secrets import scan_secrets
 from harness.agent._header import TextBlock
 from harness.agent._llm import Reply, Request, ScriptedAdapter, ScriptedReply, ScriptedToolCall
 from harness.agent._session import LogEvent, RequestHeader
 from harness.scenarios._formats import (
-    ANSWERS_FILE,
-    LOG_FILE,
-    REQUESTS_FILE,
     SESSION_TOKEN,
     SYSTEM_TOKEN,
     TIME_TOKEN,
@@ -167,11 +165,6 @@ def requests_of(run: Run) -> RequestsFile:
 def recording_of(run: Run) -> tuple[LogFile, RequestsFile, AnswersFile]:
     answers = tuple(answer_of(r) for r in run.recorder.replies)
     return log_of(run), requests_of(run), AnswersFile(scenario=run.scenario.name, answers=answers)
-
-
-def pins_root(fixture_folder: Path) -> Path:
-    """Pins live beside the fixtures: `<project>/snapshots/headers/` for `<project>/fixtures/x/`."""
-    return fixture_folder.resolve().parent.parent / "snapshots" / "headers"
 
 
 def recording_files(

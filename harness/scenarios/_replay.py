@@ -21,14 +21,15 @@ from typing import Any, Literal
 import msgspec
 
 from harness._errors import FixtureError
+from harness._paths import pin_folder, pins_root
 from harness._views import view_of_header
 from harness.agent._context import LoadSchedule
 from harness.agent._llm import ScriptedAdapter
 from harness.drift._compare import compare, compare_values
 from harness.drift._report import DriftReport
 from harness.scenarios._formats import SESSION_TOKEN, TIME_TOKEN, Fixture
-from harness.scenarios._pins import Pin, check_against_pin, load_pin, pin_folder
-from harness.scenarios._record import log_of, pins_root, recorded_bytes, requests_of
+from harness.scenarios._pins import Pin, check_against_pin, load_pin
+from harness.scenarios._record import log_of, recorded_bytes, requests_of
 from harness.scenarios._run import Run, owners_of, run_sync
 
 FindingKind = Literal["error", "rebuild", "log", "requests", "pin", "answers", "shuffle"]

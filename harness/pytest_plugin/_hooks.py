@@ -1,0 +1,68 @@
+"""The plugin's own hook, `pytest_harness_configure`, beside the `harness_capture_config` fixture.
+
+A conftest (or another plugin) registers what the run's captured tests use, as pytest-recording's
+`pytest_recording_configure` does for VCR:
+
+    def pytest_harness_configure(config, harness):
+        harness.register_provider(AcmeProvider())   # a harness.providers.Provider
+        harness.register_matcher("acme", AcmeMatcher)  # then harness_capture_config's "matcher"
+
+It is called once per pytest process when collection has finished (every conftest is loaded by
+then) and before any test runs; what it registered is unregistered when pytest ends, so an
+in-process run (pytester) leaves nothing behind. Rules arrive with the rules pack and register
+here the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from harness.capture._matching import Matcher
+    from harness.providers._base import Provider
+
+__all__ = ["Registrar", "pytest_harness_configure"]
+
+
+@pytest.hookspec(historic=False)
+def pytest_harness_configure(config: pytest.Config, harness: Registrar) -> None:
+    """Register providers and matchers (and rules) for this run: `harness.register_provider`,
+    `harness.register_matcher`."""
+
+
+class Registrar:
+    """What a `pytest_harness_configure` hook registers, and its undoing at the end of the run."""
+
+    def __init__(self) -> None:
+        self.providers: list[str] = []
+        self.matchers: list[str] = []
+
+    def register_provider(self, provider: Provider | type[Any] | Any) -> Provider:
+        from harness.providers._registry import register_provider
+
+        registered = register_provider(provider)
+        self.providers.append(registered.name)
+        return registered
+
+    def register_matcher(self, name: str, factory: Callable[[], Matcher]) -> None:
+        from harness.capture._matching import register_matcher
+
+        register_matcher(name, factory)
+        self.matchers.append(name)
+
+    def undo(self) -> None:
+        if self.providers:
+            from harness.providers._registry import unregister_provider
+
+            for name in reversed(self.providers):
+                unregister_provider(name)
+        if self.matchers:
+            from harness.capture._matching import unregister_matcher
+
+            for name in reversed(self.matchers):
+                unregister_matcher(name)
+        self.providers.clear()
+        self.matchers.clear()
