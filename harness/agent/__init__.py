@@ -66,16 +66,18 @@ from harness.agent._session import (
 )
 from harness.agent._system_prompt import (
     ASSEMBLE_EVENT,
-    TOOL_ORDER_REST,
     PromptAssembly,
     PromptAssemblyError,
     PromptRenderError,
     Section,
     SystemPrompt,
     SystemPromptConfig,
+    render_prompt,
+)
+from harness.agent._tool_order import (
+    TOOL_ORDER_REST,
     ToolOrderError,
     order_tools,
-    render_prompt,
     validate_tool_order,
 )
 from harness.agent._tools import ToolRuntime, ToolSchema, register_tool

@@ -12,7 +12,7 @@ from __future__ import annotations
 import inspect
 import operator
 import re
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, cast
 
 import msgspec
@@ -20,17 +20,17 @@ import msgspec
 from harness.agent._context import Context
 from harness.agent._frozen import FrozenList, items_of
 from harness.agent._reuse import AssemblyMemory
+from harness.agent._tool_order import (
+    order_tools,
+    validate_tool_order,
+)
 from harness.agent._tools import ToolSchema
 
-TOOL_ORDER_REST = "<unlisted-tools>"
 ASSEMBLE_EVENT = "system-prompt/assemble"
+_name = operator.attrgetter("name")
 
 ProvidedTools = Iterable[ToolSchema | Mapping[str, Any]]
 ToolProvider = Callable[[], ProvidedTools | Awaitable[ProvidedTools]]
-
-
-class ToolOrderError(ValueError):
-    """Every tool-order failure: a malformed list, an unregistered or a reserved name."""
 
 
 class PromptAssemblyError(ValueError):
@@ -73,91 +73,6 @@ class PromptAssembly(msgspec.Struct):
     sections: list[Section]
     tools: list[ToolSchema]
     variables: dict[str, str | None]
-
-
-_name = operator.attrgetter("name")
-
-
-def _code_units(name: str) -> bytes:
-    # JavaScript compares strings by UTF-16 code units; Python by code points. They disagree for
-    # astral characters against U+E000..U+FFFF, and the order we port is the JavaScript one.
-    return name.encode("utf-16-be", "surrogatepass")
-
-
-def code_unit_sorted(tools: Iterable[ToolSchema]) -> list[ToolSchema]:
-    """Stable sort by name in UTF-16 code-unit order (locale-independent)."""
-    tools = list(tools)
-    names = list(map(_name, tools))
-    if all(type(name) is str for name in names) and not _ASTRAL.search("".join(names)):
-        # Without astral characters every character is one UTF-16 code unit of its own value,
-        # so code-point order (Python's) is code-unit order: no need to encode every name.
-        return sorted(tools, key=_name)
-    return sorted(tools, key=lambda tool: _code_units(tool.name))
-
-
-_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
-
-
-def validate_tool_order(order: Sequence[str]) -> tuple[str, ...]:
-    """Check a tool order's shape: no duplicates and exactly one rest entry."""
-    seen: set[str] = set()
-    for name in order:
-        if name in seen:
-            raise ToolOrderError(f'toolOrder lists "{name}" more than once')
-        seen.add(name)
-    if TOOL_ORDER_REST not in seen:
-        raise ToolOrderError(
-            f'toolOrder must contain the "{TOOL_ORDER_REST}" rest entry '
-            "(where unlisted tools are inserted)"
-        )
-    return tuple(order)
-
-
-def reject_reserved_names(tools: Iterable[ToolSchema]) -> None:
-    for tool in tools:
-        if tool.name == TOOL_ORDER_REST:
-            raise ToolOrderError(
-                f'tool provider returned reserved tool name "{TOOL_ORDER_REST}" '
-                "(reserved for toolOrder's rest entry)"
-            )
-
-
-def order_tools(
-    tools: Sequence[ToolSchema],
-    tool_order: Sequence[str] | msgspec.UnsetType | None,
-    known_names: Iterable[str] | None = None,
-) -> list[ToolSchema]:
-    """The authoritative model-side order of `tools` (given in collection order).
-
-    Listed names take their list positions (a name shared by several tools expands to all of them,
-    in collection order); unlisted tools go where the rest entry is, in code-unit order. With no
-    list, the whole set is in code-unit order. `known_names` are the names that count as registered
-    when checking the list (default: the names of `tools`).
-    """
-    reject_reserved_names(tools)
-    if tool_order is None or isinstance(tool_order, msgspec.UnsetType):
-        return code_unit_sorted(tools)
-    order = validate_tool_order(tool_order)
-    known = {tool.name for tool in tools} if known_names is None else set(known_names)
-    unregistered = [name for name in order if name != TOOL_ORDER_REST and name not in known]
-    if unregistered:
-        listing = ", ".join(sorted(known, key=_code_units)) or "(none)"
-        quoted = ", ".join(f'"{name}"' for name in unregistered)
-        noun = "tool" if len(unregistered) == 1 else "tools"
-        raise ToolOrderError(
-            f"toolOrder lists unregistered {noun} {quoted}; known tools: {listing}"
-        )
-    by_name: dict[str, list[ToolSchema]] = {}
-    for tool in tools:
-        by_name.setdefault(tool.name, []).append(tool)
-    listed = set(order)
-    ordered: list[ToolSchema] = []
-    for name in order:
-        if name == TOOL_ORDER_REST:
-            ordered.extend(code_unit_sorted(t for t in tools if t.name not in listed))
-        else:
-            ordered.extend(by_name.get(name, ()))
-    return ordered
 
 
 _REFERENCE = re.compile(r"\{\{(.*?)\}\}", re.DOTALL)

@@ -1,13 +1,11 @@
-"""The harness pytest plugin: registration shuffles, record and update modes, header pins, CI gate.
+"""The harness pytest plugin: the hooks. Registered through the `pytest11` entry point as
+`harness`; disable with `-p no:harness`.
 
-Registered through the `pytest11` entry point as `harness`; disable with `-p no:harness`.
-
-Seeding: each test's shuffle seed is `crc32("<run seed>:<node id>")`, computed without touching
-the global `random`. The run seed is pytest-randomly's (`--randomly-seed`) when that plugin is
-active; an explicit `--harness-seed` on the command line wins over it; with pytest-randomly absent
-or disabled it is `--harness-seed` (or the `harness_seed` ini value), and otherwise a fresh one.
-`--harness-seed=last` reuses the previous run's seed from the pytest cache. The seed is printed in
-the report header and in every failure, with the command that reproduces it.
+This module holds the hooks (options, configuration, markers, the call-phase gate, the end of the
+run) and registers what its wing's modules define: the fixtures (`_fixtures`), recorded scenarios
+as tests (`_collect`), the run's one state object (`_state`: settings and seeding), the
+controller that acts on reports (`_controller`), the `pytest_harness_configure` hook (`_hooks`),
+and every summary line (`_summary`).
 
 Writing: only `record`, `update` and `update-new-only` write, never under CI, and always on the
 controller process: a test hands the files it wants written to its report (`user_properties`), and
@@ -18,15 +16,13 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from harness._ci import detect_ci
-from harness._distribution import install_command
-from harness._errors import FixtureError, HarnessError
 from harness._paths import FIXTURES
 from harness._record_mode import RecordMode
 from harness.pytest_plugin._api import (
@@ -35,23 +31,24 @@ from harness.pytest_plugin._api import (
     RegistrationShuffle,
     fail,
     moves_header_reason,
-    report_drift,
-    shown,
 )
-from harness.pytest_plugin._capture import (
-    MARKER,
-    drift_first,
-    finish,
-    gate,
-    intercepting,
-    session_for,
-)
-from harness.pytest_plugin._capture import (
-    SESSION as CAPTURE_SESSION,
-)
+from harness.pytest_plugin._capture import SESSION as CAPTURE_SESSION
+from harness.pytest_plugin._capture import drift_first, gate
+
+# Registered with this module (pytest finds hooks and fixtures on the plugin module itself).
+from harness.pytest_plugin._collect import pytest_collect_file as pytest_collect_file
 from harness.pytest_plugin._controller import Controller
+from harness.pytest_plugin._fixtures import _harness_intercept as _harness_intercept
+from harness.pytest_plugin._fixtures import agent_harness as agent_harness
+from harness.pytest_plugin._fixtures import harness_capture_config as harness_capture_config
+from harness.pytest_plugin._fixtures import harness_settings as harness_settings
+from harness.pytest_plugin._fixtures import harness_upstream as harness_upstream
+from harness.pytest_plugin._fixtures import header_capture as header_capture
+from harness.pytest_plugin._fixtures import header_snapshot as header_snapshot
+from harness.pytest_plugin._fixtures import prove_stable as prove_stable
+from harness.pytest_plugin._fixtures import registration_shuffle as registration_shuffle
 from harness.pytest_plugin._hooks import Registrar
-from harness.pytest_plugin._state import DEFAULT_SHUFFLE, RunState, state_from
+from harness.pytest_plugin._state import CALL_FAILED, DEFAULT_SHUFFLE, STATE, RunState, state_from
 from harness.pytest_plugin._unused import DELETE_FLAG, Verdict, after_run
 
 __all__ = ["AgentHarness", "RegistrationShuffle", "RunState", "moves_header_reason"]
@@ -112,9 +109,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-SETTINGS = pytest.StashKey[RunState]()
-
-
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     from harness.pytest_plugin import _hooks
 
@@ -159,7 +153,7 @@ def pytest_configure(config: pytest.Config) -> None:
             " writes; run it with --harness-mode=update"
         )
     _refuse_snapshot_update_under_ci(config)
-    config.stash[SETTINGS] = settings
+    config.stash[STATE] = settings
     snapshot = sys.modules.get(
         "harness.pytest_plugin._snapshot"
     )  # a previous in-process run's refusals
@@ -199,16 +193,16 @@ class _XdistHooks:
     learn which tests the workers collected."""
 
     def pytest_configure_node(self, node: Any) -> None:
-        settings = node.config.stash[SETTINGS]
+        settings = node.config.stash[STATE]
         node.workerinput["harness_seed"] = settings.seed
         node.workerinput["harness_seed_source"] = settings.seed_source
 
     def pytest_xdist_node_collection_finished(self, node: Any, ids: Sequence[str]) -> None:
-        node.config.stash[SETTINGS].collected.update(ids)
+        node.config.stash[STATE].collected.update(ids)
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
-    s = config.stash[SETTINGS]
+    s = config.stash[STATE]
     lines = [
         f"harness: mode {s.mode}, {s.shuffle} registration orders per scenario, "
         f"seed {s.seed} (from {s.seed_source}), fixtures {s.fixtures}"
@@ -233,91 +227,11 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         item.user_properties.append((PROP_MOVES, reason))
 
 
-# -- recorded scenarios as tests ---------------------------------------------------------------
-
-
-def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
-    config = parent.config
-    if not config.getini("harness_collect"):
-        return None
-    from harness._paths import LOG_FILE, SCENARIO_FILE
-
-    if file_path.name not in (SCENARIO_FILE, LOG_FILE):
-        return None
-    fixtures = config.stash[SETTINGS].fixtures.resolve()
-    if fixtures not in file_path.resolve().parents:
-        return None
-    if file_path.name == LOG_FILE:  # a recording whose scenario.json was renamed or deleted
-        if (file_path.parent / SCENARIO_FILE).exists():
-            return None
-        return OrphanRecording.from_parent(parent, path=file_path)
-    return ScenarioFile.from_parent(parent, path=file_path)
-
-
-class OrphanRecording(pytest.File):
-    """A recording without its scenario.json: a collection error, not a scenario skipped."""
-
-    def collect(self) -> Iterator[pytest.Item]:
-        from harness._paths import LOG_FILE, SCENARIO_FILE
-
-        raise self.CollectError(
-            f"harness: {self.path.parent}: holds {LOG_FILE} but no {SCENARIO_FILE} (was it"
-            " renamed or deleted? restore it from git, or remove the folder)"
-        )
-
-
-class ScenarioFile(pytest.File):
-    """A recorded scenario folder; its files are decoded strictly when collected."""
-
-    def collect(self) -> Iterator[pytest.Item]:
-        from harness.scenarios._formats import load_fixture
-
-        settings = self.config.stash[SETTINGS]
-        try:
-            fixture = load_fixture(self.path.parent, scenario_only=settings.mode.writes)
-        except FixtureError as error:
-            raise self.CollectError(shown(f"harness: {error}")) from None
-        yield ScenarioItem.from_parent(self, name=fixture.scenario.name)
-
-
-class ScenarioItem(pytest.Item):
-    """Replay, rebuild, shuffle and pin-check one recorded scenario."""
-
-    def runtest(self) -> None:
-        AgentHarness(self.config.stash[SETTINGS], self).check(self.path.parent)
-
-    def reportinfo(self) -> tuple[Path, int, str]:
-        return self.path, 0, f"scenario {self.name}"
-
-
-# -- fixtures ------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def harness_settings(request: pytest.FixtureRequest) -> RunState:
-    return request.config.stash[SETTINGS]
-
-
-@pytest.fixture
-def agent_harness(request: pytest.FixtureRequest) -> AgentHarness:
-    """Record, replay, rebuild, shuffle and pin-check scenarios on the reference runtime."""
-    return AgentHarness(request.config.stash[SETTINGS], request.node)
-
-
-@pytest.fixture
-def registration_shuffle(request: pytest.FixtureRequest) -> RegistrationShuffle:
-    """This test's seeded registration orders, and `assert_stable(build, units)`."""
-    return RegistrationShuffle(request.config.stash[SETTINGS], request.node)
-
-
-_CALL_FAILED = pytest.StashKey[bool]()
-
-
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     report = yield
     if report.when == "call":
-        item.stash[_CALL_FAILED] = report.failed
+        item.stash[CALL_FAILED] = report.failed
         if report.failed and call.excinfo is not None and not item.config.option.fulltrace:
             text = drift_first(call.excinfo)  # the report before the SDK's stack frames
             if text is not None:
@@ -330,106 +244,8 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
     result = yield  # a test that failed has failed already: no gate on top
     session = item.stash.get(CAPTURE_SESSION, None)
     if session is not None:
-        gate(item, session, item.config.stash[SETTINGS])
+        gate(item, session, item.config.stash[STATE])
     return result
-
-
-@pytest.fixture
-def harness_upstream() -> Any:
-    """Where `header_capture` forwards in record and update modes: None is the network.
-
-    Override it in a conftest to record against a stand-in (an `httpx2.MockTransport`).
-    """
-    return None
-
-
-@pytest.fixture
-def harness_capture_config() -> Any:
-    """The project's capture settings, like pytest-recording's `vcr_config`: override it in a
-    conftest to return a dict (see `harness.capture.CaptureConfig` for the keys)."""
-    return {}
-
-
-@pytest.fixture
-def header_capture(
-    request: pytest.FixtureRequest, harness_upstream: Any, harness_capture_config: Any
-) -> Iterator[Any]:
-    """A capture session for SDK clients: replays the test's cassette, or records it.
-
-    Every captured test is gated on the prefix chain: each request must extend the cached
-    prefix of the request it continues, unless the test is marked `moves_header(reason=...)`.
-    """
-    settings = request.config.stash[SETTINGS]
-    item = request.node
-    session = session_for(item, settings, upstream=harness_upstream, config=harness_capture_config)
-    yield session
-    finish(item, session, settings, failed=item.stash.get(_CALL_FAILED, False))
-
-
-@pytest.fixture(autouse=True)
-def _harness_intercept(request: pytest.FixtureRequest) -> Iterator[None]:
-    """`@pytest.mark.header_capture`: every client the test uses sends through its session."""
-    if request.node.get_closest_marker(MARKER) is None:
-        yield
-        return
-    with intercepting(request.getfixturevalue("header_capture")):
-        yield
-
-
-@pytest.fixture
-def prove_stable(request: pytest.FixtureRequest, header_capture: Any) -> Callable[..., Any]:
-    """`prove_stable(build, units=None, permutations=None, hash_seeds=None)`, seeded for this
-    test: `build` runs under perturbed asyncio, thread, filesystem and entry-point orders (and
-    the units in new orders, when given); a drift fails the test with its cause."""
-    from harness.prove._run_diff import HeaderDrift
-    from harness.prove._stable import make_prove_stable_fixture
-
-    settings = request.config.stash[SETTINGS]
-    item = request.node
-    seed = settings.seed_for(item.nodeid)
-    inner = make_prove_stable_fixture(
-        seed, settings.shuffle, settings.reproduce(item.nodeid), header_capture
-    )
-
-    def prove(
-        build: Any,
-        units: Sequence[Any] | None = None,
-        permutations: int | None = None,
-        hash_seeds: Sequence[int] | int | None = None,
-        **options: Any,
-    ) -> Any:
-        __tracebackhide__ = True
-        try:
-            return inner(build, units, permutations, hash_seeds, **options)
-        except HeaderDrift as drift:
-            report_drift(item, drift, seed)
-            raise
-        except HarnessError as error:  # a build that returned no header, a bad argument...
-            if isinstance(error, AssertionError):
-                raise
-            notes = "".join(f"\n{note}" for note in getattr(error, "__notes__", ()))
-            fail(f"harness: {error}{notes}")
-
-    return prove
-
-
-@pytest.fixture
-def header_snapshot(request: pytest.FixtureRequest) -> Any:
-    """syrupy's `snapshot`, storing a header's exact bytes in one binary file per snapshot."""
-    try:
-        from harness.pytest_plugin._snapshot import HeaderSnapshotExtension
-    except ImportError:  # pragma: no cover - syrupy is in the pytest extra
-        pytest.fail(
-            f"harness: header_snapshot needs syrupy: {install_command('pytest')}", pytrace=False
-        )
-    found = detect_ci()
-    if found is not None and request.config.getoption("update_snapshots", False):
-        pytest.fail(
-            f"harness: --snapshot-update writes and deletes header snapshots, and this is a CI"
-            f" run ({found.describe()}): CI never writes; update them locally and commit them",
-            pytrace=False,
-        )
-    return request.getfixturevalue("snapshot").use_extension(HeaderSnapshotExtension)
 
 
 # -- the summary ---------------------------------------------------------------------------------
@@ -440,7 +256,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     config = session.config
     if hasattr(config, "workerinput"):
         return
-    settings = config.stash[SETTINGS]
+    settings = config.stash[STATE]
     if settings.unwritten and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a recording that was not saved
     if _refused_deletions() and session.exitstatus == pytest.ExitCode.OK:
@@ -470,7 +286,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     verdict, done = config.stash.get(_UNUSED, (Verdict([], False, False, []), []))
     write_summary(
         terminalreporter,
-        config.stash[SETTINGS],
+        config.stash[STATE],
         verdict,
         done,
         asked=bool(config.getoption("harness_delete_unused")),

@@ -23,7 +23,7 @@ from harness._ci import detect_ci
 from harness._errors import UsageError
 from harness._record_mode import RecordMode
 
-__all__ = ["CACHE_KEY", "DEFAULT_SHUFFLE", "RunState", "state_from"]
+__all__ = ["CACHE_KEY", "CALL_FAILED", "DEFAULT_SHUFFLE", "STATE", "RunState", "state_from"]
 
 CACHE_KEY: Final = "harness/seed"
 DEFAULT_SHUFFLE: Final = 8
@@ -151,3 +151,7 @@ def _resolve_seed(config: pytest.Config) -> tuple[int, str]:
                 f"harness: --harness-seed takes an integer or 'last', not {value!r}"
             ) from None
     return random.Random().getrandbits(32), "random"
+
+
+STATE = pytest.StashKey[RunState]()  # on the config: the run's state
+CALL_FAILED = pytest.StashKey[bool]()  # on an item: its call phase failed (nothing is written)

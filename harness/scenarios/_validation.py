@@ -21,7 +21,7 @@ import msgspec
 
 from harness._errors import InvalidScenario
 from harness.agent._apps import APP_CONFIGS, app_config
-from harness.agent._system_prompt import ToolOrderError, validate_tool_order
+from harness.agent._tool_order import ToolOrderError, validate_tool_order
 
 if TYPE_CHECKING:
     from harness.scenarios._formats import Scenario
