@@ -30,16 +30,10 @@ from harness.scenarios._formats import (
     find_fixtures,
     load_fixture,
 )
+from tests.support.inner import inner_pytest
+from tests.support.paths import copy_project
 
-from .conftest import (
-    SCENARIO_IMPORTS,
-    Cli,
-    copy_project,
-    inner_pytest,
-    scenario_source,
-    temp_leftovers,
-    tree,
-)
+from .conftest import SCENARIO_IMPORTS, Cli, scenario_source, temp_leftovers, tree
 
 LOG = "fixtures/text-turn/log.json"
 

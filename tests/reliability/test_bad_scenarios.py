@@ -23,7 +23,10 @@ from typing import Any
 
 import pytest
 
-from .conftest import Cli, copy_project, inner_pytest, one_line, tree
+from tests.support.inner import inner_pytest
+from tests.support.paths import copy_project
+
+from .conftest import Cli, one_line, tree
 
 Edit = Callable[[dict[str, Any]], None]
 
@@ -164,13 +167,13 @@ def test_a_fifo_in_a_recording_is_a_collection_error_not_a_hang(pytester: pytest
     log.unlink()
     os.mkfifo(log)
     pytester.makeini("[pytest]\nharness_collect = true\ntestpaths = fixtures\n")
-    result = pytester.runpytest_subprocess(
+    result = inner_pytest(
+        pytester,
         "-p",
         "no:randomly",
-        "-p",
-        "no:hypothesispytest",
         "--harness-shuffle=2",
         "--continue-on-collection-errors",
+        subprocess=True,
         timeout=120,
     )
     result.assert_outcomes(passed=5, errors=1)

@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import ROOT, Cli, copy_project, one_line, tree
+from tests.support.paths import ROOT, copy_project
+
+from .conftest import Cli, one_line, tree
 
 
 def run_cli(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[bytes]:

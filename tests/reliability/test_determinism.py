@@ -16,7 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import SHIPPED, copy_project, inner_pytest, tree
+from tests.support.inner import inner_pytest
+from tests.support.paths import SHIPPED, copy_project
+
+from .conftest import tree
 
 VERDICT_COLUMNS = ("scenario", "expect", "replay", "rebuild", "pin", "verdict")
 

@@ -13,7 +13,6 @@ import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pointer_oracle import MISSING, child, member_span, pointer_tokens
 
 from harness._errors import FixtureError
 from harness._files import Versioned, decode, encode
@@ -21,8 +20,8 @@ from harness.agent import TOOL_ORDER_REST, ToolOrderError, ToolSchema, order_too
 from harness.capture import CaptureFile
 from harness.drift import CacheView, canonical_bytes, compare
 from harness.scenarios._formats import AnswersFile, LogFile, RequestsFile, Scenario, ToolSchemasPin
-
-from .conftest import ROOT, SHIPPED_FIXTURES, SHIPPED_PINS
+from tests.support.paths import ROOT, SHIPPED_FIXTURES, SHIPPED_PINS
+from tests.support.pointer_oracle import MISSING, child, member_span, pointer_tokens
 
 FAST = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -19,7 +19,10 @@ from typing import Any
 
 import pytest
 
-from .conftest import SCENARIO_IMPORTS, Cli, copy_project, inner_pytest, one_line, scenario_source
+from tests.support.inner import inner_pytest
+from tests.support.paths import copy_project
+
+from .conftest import SCENARIO_IMPORTS, Cli, one_line, scenario_source
 from .conftest import tree as files_under
 
 
