@@ -594,6 +594,7 @@ def reference_assembly(prompt: SystemPrompt) -> tuple[bytes, str | None]:
     return enc(assembly), text
 
 
+@pytest.mark.slow
 @settings(SETTINGS, max_examples=200)
 @given(changes=st.lists(prompt_changes, max_size=12), with_list=st.booleans())
 @example(changes=[("tool order", [TOOL_ORDER_REST, "a"]), ("tool order", None)], with_list=False)
@@ -728,6 +729,7 @@ def cyclic_garbage(work: Any) -> int:
         gc.garbage.clear()
 
 
+@pytest.mark.slow
 def test_a_waterfall_leaves_no_reference_cycle_behind() -> None:
     ctx = Context()
 
@@ -754,6 +756,7 @@ def test_a_waterfall_leaves_no_reference_cycle_behind() -> None:
     assert any(many == none for many, none in attempts), attempts
 
 
+@pytest.mark.slow
 def test_a_longer_session_leaves_no_more_cyclic_garbage_and_its_values_are_untracked() -> None:
     from harness.agent import AgentCoreConfig, ScriptedReply, ScriptedToolCall, boot_agent
 

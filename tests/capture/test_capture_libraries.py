@@ -19,6 +19,9 @@ import pytest
 
 from tests.support.inner import inner_pytest
 
+# Each case runs in a child interpreter (or a pytest subprocess) missing a library.
+pytestmark = pytest.mark.slow
+
 EXTRA = "pip install 'prompt-cache-harness[capture]'"
 
 _PRELUDE = """
@@ -127,7 +130,7 @@ def test_a_captured_test_without_either_library_fails_with_the_line_not_a_traceb
             pass
         """
     )
-    result = inner_pytest(pytester, "-p", "no:randomly", subprocess=True, hypothesis=True)
+    result = inner_pytest(pytester, "-p", "no:randomly", subprocess=True, user_plugins=True)
     result.assert_outcomes(errors=1)
     lines = result.stdout.lines
     first = lines.index(next(line for line in lines if "ERROR at setup of test_agent" in line))

@@ -44,6 +44,7 @@ def project(pytester: pytest.Pytester) -> Path:
     return pytester.path
 
 
+@pytest.mark.slow
 def test_init_prints_then_writes_a_configuration_a_conftest_and_a_passing_proof(
     project: Path,
     pytester: pytest.Pytester,
@@ -72,7 +73,7 @@ def test_init_prints_then_writes_a_configuration_a_conftest_and_a_passing_proof(
         f"harness check {project}",
     ]
 
-    result = inner_pytest(pytester, subprocess=True, hypothesis=True)
+    result = inner_pytest(pytester, subprocess=True, user_plugins=True)
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["configfile: pytest.ini", "*no header drift*"])
 
@@ -92,6 +93,7 @@ def test_the_next_commands_are_bare_when_run_in_the_project(
     ]
 
 
+@pytest.mark.slow
 def test_the_generated_proof_fails_when_the_example_loses_its_sort(
     project: Path, pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -100,7 +102,7 @@ def test_the_generated_proof_fails_when_the_example_loses_its_sort(
     text = proof.read_text()
     assert SORT_LINE in text
     proof.write_text(text.replace(SORT_LINE, "    pass"))  # tools in the order they finished
-    result = inner_pytest(pytester, subprocess=True, hypothesis=True)
+    result = inner_pytest(pytester, subprocess=True, user_plugins=True)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*cause: asyncio completion order*", "*tools_changed*"])
 
@@ -144,6 +146,7 @@ def test_a_second_init_refuses(project: Path, capsys: pytest.CaptureFixture[str]
     assert files_of(project) == written
 
 
+@pytest.mark.slow
 def test_tests_option_puts_the_files_beside_the_projects_own_conftest(
     project: Path, pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -155,7 +158,7 @@ def test_tests_option_puts_the_files_beside_the_projects_own_conftest(
     assert (code, err) == (0, "")
     assert (project / "tests/conftest.py").read_text() == own
     assert (project / "tests/prompt_cache/conftest.py").is_file()
-    inner_pytest(pytester, subprocess=True, hypothesis=True).assert_outcomes(passed=2)
+    inner_pytest(pytester, subprocess=True, user_plugins=True).assert_outcomes(passed=2)
 
 
 @pytest.mark.parametrize("where", ["/elsewhere", "../outside"])
@@ -176,6 +179,7 @@ CONFIGS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "content"), CONFIGS)
 def test_an_existing_pytest_configuration_is_left_alone_and_the_lines_to_add_work(
     pytester: pytest.Pytester, name: str, content: str, capsys: pytest.CaptureFixture[str]
@@ -196,7 +200,7 @@ def test_an_existing_pytest_configuration_is_left_alone_and_the_lines_to_add_wor
     # What the user then adds under the section works in that file's syntax (here, 5 runs).
     added = "\n".join(line.replace("8", "5") for line in lines)
     config.write_text(content + added + "\n")
-    result = inner_pytest(pytester, subprocess=True, hypothesis=True)
+    result = inner_pytest(pytester, subprocess=True, user_plugins=True)
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["harness: mode check, 5 registration orders per scenario*"])
 
@@ -284,6 +288,7 @@ def harness_command() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "harness.cli"]
 
 
+@pytest.mark.slow
 def test_the_three_next_commands_record_and_gate_an_sdk_project(
     project: Path, pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -293,9 +298,9 @@ def test_the_three_next_commands_record_and_gate_an_sdk_project(
     (project / "tests/test_agent.py").write_text(CAPTURED_TEST)
 
     inner_pytest(
-        pytester, "tests/test_prompt_cache.py", subprocess=True, hypothesis=True
+        pytester, "tests/test_prompt_cache.py", subprocess=True, user_plugins=True
     ).assert_outcomes(passed=1)
-    recorded = inner_pytest(pytester, "--harness-mode=record", subprocess=True, hypothesis=True)
+    recorded = inner_pytest(pytester, "--harness-mode=record", subprocess=True, user_plugins=True)
     recorded.assert_outcomes(passed=2)
     cassettes = sorted((project / "fixtures/cassettes").rglob("*.json"))
     assert len(cassettes) == 1
@@ -309,7 +314,7 @@ def test_the_three_next_commands_record_and_gate_an_sdk_project(
     # The bug the gate is for: the agent's tools move; the replay fails, naming the drift.
     test = project / "tests/test_agent.py"
     test.write_text(CAPTURED_TEST.replace("TOOLS,", "list(reversed(TOOLS)),"))
-    replay = inner_pytest(pytester, "tests/test_agent.py", subprocess=True, hypothesis=True)
+    replay = inner_pytest(pytester, "tests/test_agent.py", subprocess=True, user_plugins=True)
     replay.assert_outcomes(failed=1)
     replay.stdout.fnmatch_lines(["*tools_changed*"])
     shutil.rmtree(project / "fixtures")

@@ -415,6 +415,7 @@ def _enc(value: Any) -> bytes:
     return msgspec.json.encode(value)
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(json_pairs())
 def test_first_difference_agrees_with_the_first_differing_byte(pair: tuple[Any, Any]) -> None:

@@ -61,6 +61,7 @@ def figures(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untype
     return run(TOY, tmp_path_factory.mktemp("bench"), "python -m bench --toy")
 
 
+@pytest.mark.slow
 def test_every_contender_runs_on_every_transcript(figures) -> None:  # type: ignore[no-untyped-def]
     assert [s.steps for s in figures.sizes] == [3, 4]
     for size in figures.sizes:
@@ -83,6 +84,7 @@ def test_every_contender_runs_on_every_transcript(figures) -> None:  # type: ign
     assert figures.perturbation.natural_ms > 0 and figures.perturbation.perturbed_ms > 0
 
 
+@pytest.mark.slow
 def test_the_json_has_the_issue_keys(figures) -> None:  # type: ignore[no-untyped-def]
     data = json.loads(json.dumps(to_json(figures)))
     for key in ISSUE_KEYS:
@@ -96,6 +98,7 @@ def test_the_json_has_the_issue_keys(figures) -> None:  # type: ignore[no-untype
     assert all(isinstance(data[key], float) for key in ISSUE_KEYS[1:])
 
 
+@pytest.mark.slow
 def test_the_markdown_has_every_contender_and_judges_every_goal(figures) -> None:  # type: ignore[no-untyped-def]
     text = render(figures)
     assert "python -m bench --toy" in text
@@ -106,6 +109,7 @@ def test_the_markdown_has_every_contender_and_judges_every_goal(figures) -> None
     assert all(f"{'met' if g.met else '**missed**'}: {g.text}" in text for g in judged)
 
 
+@pytest.mark.slow
 def test_main_writes_the_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import bench.__main__ as entry
 

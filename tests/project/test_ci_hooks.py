@@ -86,6 +86,7 @@ def test_the_hook_runs_when_a_recording_changes(path: str, runs: bool) -> None:
     assert bool(re.search(the_hook()["files"], path)) is runs
 
 
+@pytest.mark.slow
 def test_the_hook_passes_on_good_recordings_and_fails_on_drift(tmp_path: Path) -> None:
     project = sdk_project(tmp_path)
     command = the_hook()["entry"]
@@ -101,6 +102,7 @@ def test_the_hook_passes_on_good_recordings_and_fails_on_drift(tmp_path: Path) -
     assert "harness check: 1 of 2 cassettes with findings" in drifted.stdout
 
 
+@pytest.mark.slow
 def test_the_hook_fails_on_a_leaked_key_without_printing_it(tmp_path: Path) -> None:
     project = sdk_project(tmp_path)
     path = next((project / "fixtures").rglob("*.json"))
@@ -114,6 +116,7 @@ def test_the_hook_fails_on_a_leaked_key_without_printing_it(tmp_path: Path) -> N
     assert key not in leaked.stdout + leaked.stderr
 
 
+@pytest.mark.slow
 def test_the_hook_refuses_a_project_without_recordings(tmp_path: Path) -> None:
     nothing = run(the_hook()["entry"], tmp_path)
     assert nothing.returncode == 2, "nothing recorded is not a pass"
@@ -126,6 +129,7 @@ def test_the_github_actions_step_installs_this_distribution_and_runs_the_hooks_c
     assert command == the_hook()["entry"], "CI and pre-commit run the same gate"
 
 
+@pytest.mark.slow
 def test_the_github_actions_step_writes_the_summary_and_fails_the_job_on_drift(
     tmp_path: Path,
 ) -> None:

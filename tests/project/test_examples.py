@@ -159,6 +159,7 @@ def test_support_agent_replays_its_cassette_and_extends_its_prefix() -> None:
     assert [r.split.provider for r in session.requests if r.split] == ["openai-chat"] * 2
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("examples_on_path")
 def test_support_agent_is_stable_in_process_and_across_hash_seeds() -> None:
     from support_agent import LOCAL_TOOLS
@@ -169,6 +170,7 @@ def test_support_agent_is_stable_in_process_and_across_hash_seeds() -> None:
     assert result.hash_seeds == (0, 1)
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("examples_on_path")
 def test_support_agent_before_the_fix_fails_only_across_hash_seeds(
     monkeypatch: pytest.MonkeyPatch,
@@ -224,6 +226,7 @@ def copy_example(example: Path, target: Path) -> None:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("example", list(SUITES), ids=lambda path: path.name)
 def test_example_suite_passes_after_the_fix(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, example: Path
@@ -232,10 +235,11 @@ def test_example_suite_passes_after_the_fix(
     copy_example(example, pytester.path)
     monkeypatch.delenv(RACY, raising=False)
     monkeypatch.setenv("CI", "true")  # as CI runs it: replay only, nothing written
-    result = inner_pytest(pytester, "-p", "no:randomly", subprocess=True, hypothesis=True)
+    result = inner_pytest(pytester, "-p", "no:randomly", subprocess=True, user_plugins=True)
     result.assert_outcomes(passed=SUITES[example])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("example", [ANTHROPIC, OPENAI], ids=lambda path: path.name)
 def test_example_suite_fails_before_the_fix_with_the_report(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, example: Path
@@ -244,7 +248,7 @@ def test_example_suite_fails_before_the_fix_with_the_report(
     copy_example(example, pytester.path)
     monkeypatch.setenv(RACY, "1")
     monkeypatch.setenv("PYTHONHASHSEED", "0")  # the README's run: the set order of seed 0
-    result = inner_pytest(pytester, "-p", "no:randomly", subprocess=True, hypothesis=True)
+    result = inner_pytest(pytester, "-p", "no:randomly", subprocess=True, user_plugins=True)
     result.assert_outcomes(failed=2)
     output = result.stdout.str()
     for expected in (
@@ -261,6 +265,7 @@ def test_example_suite_fails_before_the_fix_with_the_report(
 # -- the framework examples: a newcomer's project, never edited for the harness --------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("example", list(EDITS), ids=lambda path: path.name)
 def test_a_framework_project_records_once_and_ci_replays_it_offline(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, example: Path
@@ -271,7 +276,7 @@ def test_a_framework_project_records_once_and_ci_replays_it_offline(
     monkeypatch.delenv(RACY, raising=False)
     monkeypatch.delenv("CI", raising=False)
     recording = inner_pytest(
-        pytester, "-p", "no:randomly", "--harness-mode=record", subprocess=True, hypothesis=True
+        pytester, "-p", "no:randomly", "--harness-mode=record", subprocess=True, user_plugins=True
     )
     recording.assert_outcomes(passed=SUITES[example])
     cassettes = sorted((pytester.path / "fixtures" / "cassettes").rglob("*.json"))
@@ -279,12 +284,13 @@ def test_a_framework_project_records_once_and_ci_replays_it_offline(
     assert all(b"[redacted]" in path.read_bytes() for path in cassettes)
 
     monkeypatch.setenv("CI", "true")
-    replay = inner_pytest(pytester, "-p", "no:randomly", subprocess=True, hypothesis=True)
+    replay = inner_pytest(pytester, "-p", "no:randomly", subprocess=True, user_plugins=True)
     replay.assert_outcomes(passed=SUITES[example])
     assert "no header drift" in replay.stdout.str()
     assert sorted((pytester.path / "fixtures" / "cassettes").rglob("*.json")) == cassettes
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("example", list(EDITS), ids=lambda path: path.name)
 def test_a_framework_project_fails_in_ci_on_a_reordered_tool(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, example: Path
@@ -293,7 +299,7 @@ def test_a_framework_project_fails_in_ci_on_a_reordered_tool(
     copy_example(example, pytester.path)
     monkeypatch.setenv(RACY, "1")
     monkeypatch.setenv("CI", "true")
-    result = inner_pytest(pytester, "-p", "no:randomly", subprocess=True, hypothesis=True)
+    result = inner_pytest(pytester, "-p", "no:randomly", subprocess=True, user_plugins=True)
     result.assert_outcomes(failed=SUITES[example])
     output = result.stdout.str()
     assert "harness.CassetteMismatch: request 1 (POST /v1/" in output
@@ -304,6 +310,7 @@ def test_a_framework_project_fails_in_ci_on_a_reordered_tool(
     assert f"{SUITES[example]} test(s) found header drift:" in output
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("example", list(EDITS), ids=lambda path: path.name)
 def test_a_framework_project_fails_in_ci_on_an_edited_tool(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, example: Path
@@ -316,7 +323,7 @@ def test_a_framework_project_fails_in_ci_on_an_edited_tool(
     path.write_text(path.read_text().replace(old, new))  # a developer rewords one tool
     monkeypatch.delenv(RACY, raising=False)
     monkeypatch.setenv("CI", "true")
-    result = inner_pytest(pytester, "-p", "no:randomly", subprocess=True, hypothesis=True)
+    result = inner_pytest(pytester, "-p", "no:randomly", subprocess=True, user_plugins=True)
     result.assert_outcomes(failed=SUITES[example])
     output = result.stdout.str()
     assert "tools_changed: tool " in output and "changed (same names, same order)" in output

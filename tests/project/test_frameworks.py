@@ -20,6 +20,9 @@ import pytest
 from harness.capture import CaptureSession, CassetteMismatch
 from tests.support.stand_ins import ANSWER, StandInApi
 
+# The frameworks take seconds to import, and each test imports one.
+pytestmark = pytest.mark.slow
+
 Run = Callable[[Sequence[tuple[str, str]]], str]  # the agent, given its tools: its answer
 
 QUESTION = "Is it a good day for a walk in Paris?"

@@ -28,6 +28,9 @@ from packaging.utils import canonicalize_name
 from harness._distribution import DISTRIBUTION, install_command
 from tests.support.paths import ROOT, SHIPPED
 
+# A wheel build, a virtual environment, and the commands run in it.
+pytestmark = pytest.mark.slow
+
 PIP = (sys.executable, "-m", "pip", "-q")  # this suite's pip
 
 

@@ -291,6 +291,7 @@ async def build():
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 7, 99, 2026])
 def test_a_correct_program_with_timeouts_and_nested_loops_passes(
     pytester: pytest.Pytester, seed: int
@@ -402,7 +403,10 @@ def test_the_patched_functions_are_restored_after_a_failing_build(
 REPRODUCE = re.compile(r"reproduce:\s+(pytest \S+ .+)$", re.MULTILINE)
 
 
-@pytest.mark.parametrize("flags", [[], ["-n", "2"]], ids=["plain", "n2"])
+@pytest.mark.parametrize(
+    "flags",
+    [pytest.param([], id="plain"), pytest.param(["-n", "2"], id="n2", marks=pytest.mark.slow)],
+)
 def test_the_printed_reproduce_command_reproduces_the_cause(
     pytester: pytest.Pytester, flags: list[str]
 ) -> None:
@@ -420,6 +424,7 @@ def test_the_printed_reproduce_command_reproduces_the_cause(
     assert cause.group(0) in again.stdout.str()
 
 
+@pytest.mark.slow
 def test_xdist_gives_the_same_verdicts(pytester: pytest.Pytester) -> None:
     make_project(pytester, "threads-as-completed", fixed=False)
     pytester.makepyfile(
@@ -533,6 +538,7 @@ def test_a_key_a_build_returns_is_not_printed_in_part() -> None:
     assert "sk-ant" not in message and "Q7Q7" not in message, message
 
 
+@pytest.mark.slow
 def test_a_set_ordered_header_fails_across_hash_seeds_without_units(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -662,6 +668,7 @@ async def run_agent(fixed=False):
 """
 
 
+@pytest.mark.slow
 def test_an_intercepted_agent_is_judged_by_what_it_sent(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(sender=JUDGE_SENT, unmodified=UNMODIFIED)
     pytester.makeconftest(

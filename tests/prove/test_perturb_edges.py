@@ -149,6 +149,7 @@ def _installed(site: Path, name: str, version: str = "1.0") -> None:
     (info / "entry_points.txt").write_text(f"[acme.tools]\n{name}{version[0]} = os:getcwd\n")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", SEEDS[:3])
 def test_distributions_imported_by_name_are_perturbed(
     seed: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -184,6 +185,7 @@ def test_a_cached_discovery_is_flagged(tmp_path: Path, monkeypatch: pytest.Monke
     assert any("a cache?" in note for note in result.notes)
 
 
+@pytest.mark.slow
 def test_hash_seeds_can_be_a_count_drawn_from_the_seed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -198,6 +200,7 @@ def test_hash_seeds_can_be_a_count_drawn_from_the_seed(
     assert "cause: PYTHONHASHSEED" in text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", SEEDS[:4])
 def test_pool_jobs_submitted_far_apart_are_still_one_burst(seed: int) -> None:
     def load(name: str) -> str:
@@ -217,6 +220,7 @@ def test_pool_jobs_submitted_far_apart_are_still_one_burst(seed: int) -> None:
 # -- correct programs that must pass ----------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", SEEDS)
 def test_timeouts_keep_their_meaning_for_each_loader(seed: int) -> None:
     # If a short sleep were moved to a longer one's slot, its own timeout would fire first.

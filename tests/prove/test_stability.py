@@ -216,6 +216,7 @@ def test_orders_and_names() -> None:
 # -- PYTHONHASHSEED ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_set_ordered_registry_passes_in_process_but_fails_across_hash_seeds() -> None:
     prove_stable(set_build, UNITS, permutations=8, seed=11)  # one process: one set order
 
@@ -229,6 +230,7 @@ def test_a_set_ordered_registry_passes_in_process_but_fails_across_hash_seeds() 
     assert f"PYTHONHASHSEED={drift.hash_seeds[1]}" in str(drift)
 
 
+@pytest.mark.slow
 def test_the_same_set_registry_sorted_passes_across_hash_seeds() -> None:
     result = prove_stable(set_build_sorted, UNITS, permutations=2, hash_seeds=(0, 1))
     assert result.hash_seeds == (0, 1)
@@ -312,6 +314,7 @@ def test_proof_answers_are_recorded_once_and_replayed_by_position(tmp_path: Any)
     assert replay.finish() == ([], [])
 
 
+@pytest.mark.slow
 def test_hash_seed_children_get_the_first_builds_answers() -> None:
     session = CaptureSession(upstream=httpx2.MockTransport(provider))
     prove_stable(send_set_ordered, UNITS, permutations=3, capture=session)  # in-process: fine

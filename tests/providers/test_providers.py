@@ -281,12 +281,14 @@ def _detect_in_child(path: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_an_installed_entry_point_adds_a_provider(tmp_path: Path) -> None:
     child = _detect_in_child(_installed(tmp_path, "acme_provider:Acme"))
     assert child.returncode == 0, child.stderr
     assert child.stdout.strip() == "acme"
 
 
+@pytest.mark.slow
 def test_a_broken_entry_point_is_skipped_with_a_warning(tmp_path: Path) -> None:
     child = _detect_in_child(_installed(tmp_path, "acme_provider:Missing"))
     assert child.returncode == 0, child.stderr

@@ -10,6 +10,7 @@ import json
 import re
 import shlex
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,7 +20,18 @@ pytest_plugins = ["pytester"]
 
 XDIST = {"plain": [], "n0": ["-n", "0"], "n2": ["-n", "2"]}
 RANDOMLY = {"randomly": ["-p", "randomly"], "no-randomly": ["-p", "no:randomly"]}
-MATRIX = [pytest.param(XDIST[x] + RANDOMLY[r], id=f"{x}-{r}") for x in XDIST for r in RANDOMLY]
+SLOW = ("n2",)  # `-n 2` runs pytest in a subprocess that starts two workers: seconds a run
+
+
+def xdist_cases(slow: tuple[str, ...] = SLOW) -> list[Any]:
+    return [pytest.param(XDIST[x], id=x, marks=[pytest.mark.slow] * (x in slow)) for x in XDIST]
+
+
+MATRIX = [
+    pytest.param(XDIST[x] + RANDOMLY[r], id=f"{x}-{r}", marks=[pytest.mark.slow] * (x in SLOW))
+    for x in XDIST
+    for r in RANDOMLY
+]
 
 RACY_AGENT = '''
 import asyncio
@@ -180,7 +192,7 @@ def files_of(root: Path) -> dict[str, tuple[bytes, int]]:
     }
 
 
-@pytest.mark.parametrize("flags", [pytest.param(XDIST[x], id=x) for x in XDIST])
+@pytest.mark.parametrize("flags", xdist_cases())
 def test_check_mode_with_no_recording_fails_and_writes_nothing(
     pytester: pytest.Pytester, flags: list[str]
 ) -> None:
@@ -191,7 +203,7 @@ def test_check_mode_with_no_recording_fails_and_writes_nothing(
     assert not root.exists()
 
 
-@pytest.mark.parametrize("flags", [pytest.param(XDIST[x], id=x) for x in XDIST])
+@pytest.mark.parametrize("flags", xdist_cases())
 def test_record_then_check_under_ci_passes_and_writes_nothing(
     pytester: pytest.Pytester, flags: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -213,7 +225,7 @@ def test_record_then_check_under_ci_passes_and_writes_nothing(
     assert files_of(root) == recorded
 
 
-@pytest.mark.parametrize("flags", [pytest.param(XDIST[x], id=x) for x in XDIST])
+@pytest.mark.parametrize("flags", xdist_cases(("n0", "n2")))  # six runs: over a second at -n 0
 def test_update_mode_rewrites_only_what_changed(
     pytester: pytest.Pytester, flags: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -244,7 +256,7 @@ def test_update_mode_rewrites_only_what_changed(
     inner_pytest(pytester, *flags).assert_outcomes(passed=1)
 
 
-@pytest.mark.parametrize("flags", [pytest.param(XDIST[x], id=x) for x in XDIST])
+@pytest.mark.parametrize("flags", xdist_cases())
 def test_moves_header_without_a_reason_is_an_error_and_uses_are_listed(
     pytester: pytest.Pytester, flags: list[str]
 ) -> None:

@@ -175,6 +175,7 @@ def test_the_prefix_chain_gate_fails_a_tool_that_registers_between_turns(
     assert not cassettes.exists()  # a test that fails while recording writes nothing
 
 
+@pytest.mark.slow
 def test_moves_header_exempts_and_the_summary_flags_stale_exemptions(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -271,6 +272,7 @@ def harness_capture_config():
     )
 
 
+@pytest.mark.slow
 def test_under_xdist_the_controller_sums_coverage_and_flags_stale_exemptions(
     pytester: pytest.Pytester,
 ) -> None:

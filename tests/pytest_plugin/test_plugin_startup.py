@@ -14,6 +14,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+# Each test starts an interpreter (a fresh one is what measures start-up).
+pytestmark = pytest.mark.slow
+
 HEAVY = (
     "msgspec",
     "asyncio",

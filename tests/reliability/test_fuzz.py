@@ -388,6 +388,7 @@ def _enc(value: Any) -> bytes:
     return msgspec.json.encode(value)
 
 
+@pytest.mark.slow
 @settings(FAST, max_examples=200)
 @given(view_pairs())
 def test_the_drift_report_points_at_the_real_first_difference(

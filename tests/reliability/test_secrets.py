@@ -331,6 +331,7 @@ def test_the_needle_prefilter_never_changes_what_the_scan_finds(
     assert scan_secrets(data) == scan_secrets(data, unfiltered)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(
     st.lists(

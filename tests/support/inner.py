@@ -6,6 +6,11 @@ from collections.abc import Sequence
 
 import pytest
 
+# Installed pytest plugins no generated project uses: hypothesis' (the suite's property tests use
+# hypothesis itself, not its plugin), and langsmith's, which langchain brings for the framework
+# tests (the outer run disables it in `addopts` too).
+UNUSED_PLUGINS = ("hypothesispytest", "langsmith_plugin")
+
 
 def starts_workers(args: Sequence[str]) -> bool:
     """Whether `args` ask pytest-xdist for workers: `-n N`, `-nN`, `--numprocesses[=]N`, N not 0."""
@@ -27,7 +32,7 @@ def inner_pytest(
     pytester: pytest.Pytester,
     *args: str,
     subprocess: bool | None = None,
-    hypothesis: bool = False,
+    user_plugins: bool = False,
     timeout: float | None = None,
 ) -> pytest.RunResult:
     """Run pytest with `args` on pytester's project.
@@ -39,10 +44,11 @@ def inner_pytest(
     workers, which only a process of its own starts. `timeout` (seconds) bounds a subprocess run;
     an in-process run cannot be bounded, so a timeout needs a subprocess.
 
-    hypothesis' pytest plugin is disabled (`-p no:hypothesispytest`) unless `hypothesis=True`: no
-    generated project uses it, and it costs about a second in every process (in process, it would
-    be re-imported and assertion-rewritten on every run). The runs that stand for a user's own
-    `pytest` keep it, as the user's would.
+    The pytest plugins of `UNUSED_PLUGINS` are disabled unless `user_plugins=True`: no generated
+    project uses them, and each costs a second or more in every process, and in process on every
+    run (pytester restores `sys.modules` after each, so what the run imported is imported and
+    assertion-rewritten again by the next). The runs that stand for a user's own `pytest` keep
+    every installed plugin, as the user's would.
     """
     workers = starts_workers(args)
     if subprocess is None:
@@ -51,8 +57,9 @@ def inner_pytest(
         raise ValueError(f"xdist workers need a subprocess: {' '.join(args)}")
     if timeout is not None and not subprocess:
         raise ValueError("a timeout needs a subprocess run")
-    if not hypothesis:
-        args = ("-p", "no:hypothesispytest", *args)
+    if not user_plugins:
+        blocked = [part for name in UNUSED_PLUGINS for part in ("-p", f"no:{name}")]
+        args = (*blocked, *args)
     if subprocess:
         return pytester.runpytest_subprocess(*args, timeout=timeout)
     return pytester.runpytest_inprocess(*args)
