@@ -9,7 +9,7 @@ set them themselves with `monkeypatch.setenv`. Subprocesses and pytester runs in
 `pytest` runs on pytest-xdist's workers (`-n auto --dist worksteal`) unless the command line says
 how many (`-n 0` for one process, or `-p no:xdist`). It is set here rather than in `addopts`, where
 `-n` would break `pytest -p no:xdist`; and only for runs of this repository: a generated project
-(pytester) has its own rootdir and never loads this file, nor do xdist's workers act on it.
+(pytester) has its own rootdir and never loads this file, and xdist's workers skip the hook.
 """
 
 from __future__ import annotations
