@@ -1,8 +1,11 @@
-"""The harness's shape: no import cycle, no module over 500 lines, one home per shared name.
+"""The harness's shape: no import cycle, no module over 500 lines, one home per shared name, and
+a test folder for every wing.
 
 An import inside a function is still a dependency (a lazy import only hides a cycle until the
 function runs), so it counts; an import under `if TYPE_CHECKING:` is for the type checker only,
-and does not. The scan is checked against sources written to contain the bugs it exists for.
+and does not. A wing is a package directly under `harness/` whose name has no leading underscore;
+its tests live in `tests/<wing>/`, a package (so two test modules never share a module name). Each
+scan is checked against sources written to contain the bugs it exists for.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from pathlib import Path
 import harness
 
 ROOT = Path(harness.__file__).parent
+TESTS = Path(__file__).resolve().parent
 MAX_LINES = 500
 
 
@@ -233,3 +237,66 @@ def test_the_comparator_never_reaches_redaction() -> None:
     assert {name: sorted(reaches(graph, name) & REDACTION) for name in COMPARATOR} == {
         name: [] for name in COMPARATOR
     }
+
+
+# -- tests mirror the wings ----------------------------------------------------------------------
+
+
+def wings(package: Path) -> list[str]:
+    """The packages directly under `package` whose names have no leading underscore."""
+    return sorted(
+        path.name
+        for path in package.iterdir()
+        if (path / "__init__.py").is_file() and not path.name.startswith("_")
+    )
+
+
+def wings_without_tests(package: Path, tests: Path) -> list[str]:
+    """The wings of `package` with no test module under `tests/<wing>/`: no folder, or an empty
+    one."""
+    return [wing for wing in wings(package) if not any((tests / wing).rglob("test_*.py"))]
+
+
+def folders_that_are_not_packages(tests: Path) -> list[str]:
+    """Folders under `tests` holding test modules but no `__init__.py`: their modules would be
+    imported by base name, where two of them (or a generated project's `agent.py`) collide."""
+    return sorted(
+        str(folder.relative_to(tests))
+        for folder in {path.parent for path in tests.rglob("test_*.py")}
+        if not (folder / "__init__.py").is_file()
+    )
+
+
+def test_the_wing_scan_sees_the_wings_and_no_private_or_nested_package() -> None:
+    found = wings(ROOT)
+    known = {"agent", "capture", "cli", "drift", "prove", "providers", "pytest_plugin", "scenarios"}
+    assert known <= set(found)
+    assert not [name for name in found if name.startswith("_")]
+    assert "perturb" not in found and "init" not in found  # packages inside a wing are not wings
+
+
+def test_every_wing_has_a_test_folder() -> None:
+    assert wings_without_tests(ROOT, TESTS) == []
+
+
+def test_every_test_folder_is_a_package() -> None:
+    assert folders_that_are_not_packages(TESTS) == []
+
+
+def test_the_scans_catch_a_wing_without_tests_and_a_folder_without_init(tmp_path: Path) -> None:
+    package, tests = tmp_path / "harness", tmp_path / "tests"
+    for folder in ("agent", "ledger", "hollow", "_private", "agent/inner"):
+        (package / folder).mkdir(parents=True)
+        (package / folder / "__init__.py").write_text('"""A package."""\n')
+    (package / "_flat.py").write_text('"""A module of the bottom."""\n')
+    (package / "notes").mkdir()  # a folder that is no package is no wing
+    for folder in ("agent", "hollow", "loose"):
+        (tests / folder).mkdir(parents=True)
+    (tests / "agent" / "__init__.py").write_text("")
+    (tests / "agent" / "test_loop.py").write_text("def test_loop():\n    pass\n")
+    (tests / "hollow" / "__init__.py").write_text("")  # a folder with no test module in it
+    (tests / "loose" / "test_loop.py").write_text("def test_loop():\n    pass\n")
+
+    assert wings(package) == ["agent", "hollow", "ledger"]
+    assert wings_without_tests(package, tests) == ["hollow", "ledger"]
+    assert folders_that_are_not_packages(tests) == ["loose"]

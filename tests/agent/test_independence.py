@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import harness.agent
 
 PACKAGE_DIR = Path(harness.agent.__file__).parent
@@ -69,6 +71,7 @@ def test_no_module_of_harness_agent_imports_the_rest_of_harness() -> None:
     assert {name: mods for name, mods in offending.items() if mods} == {}
 
 
+@pytest.mark.slow
 def test_importing_harness_agent_loads_no_other_harness_module() -> None:
     script = (
         "import json, sys; import harness.agent; "

@@ -314,6 +314,7 @@ json_values = st.recursive(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(value=json_values)
 def test_any_json_value_freezes_deeply_and_encodes_to_the_same_bytes(value: Any) -> None:

@@ -1,24 +1,19 @@
-"""Shared helpers of the reliability suite: copies of the shipped fixtures, the CLI, inner pytest.
+"""Shared helpers of the reliability suite: key-shaped strings, the CLI in process, file trees,
+and scenario sources for generated projects.
 
 Nothing here touches the repository's own files: every test that damages or rewrites something
-works on a copy under `tmp_path` (or under pytester's folder).
+works on a copy under `tmp_path` (`copy_project`, or the `project` fixture of `tests/conftest.py`)
+or under pytester's folder; inner pytest runs go through `tests.support.inner.inner_pytest`.
 """
 
 from __future__ import annotations
 
 import re
-import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from harness.cli import main
-
-ROOT = Path(__file__).resolve().parents[2]
-SHIPPED_FIXTURES = ROOT / "fixtures"
-SHIPPED_PINS = ROOT / "snapshots" / "headers"
-SHIPPED = sorted(p.parent.name for p in SHIPPED_FIXTURES.glob("*/scenario.json"))
 
 # Key-shaped strings, assembled at run time so no source file holds one literally.
 ANTHROPIC_KEY = "sk-ant-api03-" + "Zq7Wm2" * 10 + "-AbCd"
@@ -30,13 +25,6 @@ POSITION = re.compile(r"byte (\d+)\)? \(line \d+, column \d+\)")
 JSON_PATH = re.compile(r"at `\$[^`]*`")
 
 
-def copy_project(dest: Path) -> Path:
-    """`dest/fixtures` and `dest/snapshots/headers`: the shipped scenarios and pins."""
-    shutil.copytree(SHIPPED_FIXTURES, dest / "fixtures")
-    shutil.copytree(SHIPPED_PINS, dest / "snapshots" / "headers")
-    return dest
-
-
 def tree(root: Path) -> dict[str, bytes]:
     """Every file under `root` (hidden ones too) by relative path, with its bytes."""
     return {
@@ -44,14 +32,6 @@ def tree(root: Path) -> dict[str, bytes]:
         for p in sorted(root.rglob("*"))
         if p.is_file() and ".pytest_cache" not in p.parts and "__pycache__" not in p.parts
     }
-
-
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A copy of the shipped fixtures and pins as the working folder."""
-    copy_project(tmp_path)
-    monkeypatch.chdir(tmp_path)
-    yield tmp_path
 
 
 class Cli:
@@ -77,17 +57,6 @@ def one_line(err: str) -> str:
     lines = err.splitlines()
     assert len(lines) == 1, f"expected one error line, got {len(lines)}:\n{err}"
     return lines[0]
-
-
-def inner_pytest(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    """Run pytest inside pytester; a subprocess only when xdist must start workers.
-
-    hypothesis' pytest plugin is disabled in inner runs: it costs a second per process.
-    """
-    args = ("-p", "no:hypothesispytest", *args)
-    if "-n" in args and args[args.index("-n") + 1] != "0":
-        return pytester.runpytest_subprocess(*args)
-    return pytester.runpytest_inprocess(*args)
 
 
 def scenario_source(

@@ -30,16 +30,10 @@ from harness.scenarios._formats import (
     find_fixtures,
     load_fixture,
 )
+from tests.support.inner import inner_pytest
+from tests.support.paths import copy_project
 
-from .conftest import (
-    SCENARIO_IMPORTS,
-    Cli,
-    copy_project,
-    inner_pytest,
-    scenario_source,
-    temp_leftovers,
-    tree,
-)
+from .conftest import SCENARIO_IMPORTS, Cli, scenario_source, temp_leftovers, tree
 
 LOG = "fixtures/text-turn/log.json"
 
@@ -104,6 +98,7 @@ def kill_during_write(path: Path, data: bytes, where: str, tmp_path: Path) -> No
 # -- interrupted writes -------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["mid-write", "before-fsync", "before-rename"])
 def test_a_write_killed_before_the_rename_leaves_the_old_file_intact(
     project: Path, cli: Cli, tmp_path: Path, where: str
@@ -134,6 +129,7 @@ def test_a_write_killed_before_the_rename_leaves_the_old_file_intact(
     assert "6 scenarios, no drift" in out
 
 
+@pytest.mark.slow
 def test_a_killed_first_write_of_a_new_scenario_leaves_no_scenario(
     project: Path, cli: Cli, tmp_path: Path
 ) -> None:
@@ -165,6 +161,7 @@ def test_an_exception_during_the_write_leaves_the_old_file_and_no_temp(
     assert temp_leftovers(project) == []
 
 
+@pytest.mark.slow
 def test_the_collector_ignores_leftover_temp_files(
     pytester: pytest.Pytester, tmp_path: Path
 ) -> None:
@@ -215,6 +212,7 @@ for _ in range(rounds):  # alternate, so every round really writes
 """
 
 
+@pytest.mark.slow
 def test_concurrent_writers_never_leave_a_partial_or_interleaved_file(tmp_path: Path) -> None:
     target = tmp_path / "fixtures" / "busy" / "answers.json"
     payloads = [
@@ -285,6 +283,7 @@ def assert_valid(files: dict[str, bytes]) -> None:
             data.decode("utf-8")
 
 
+@pytest.mark.slow
 def test_xdist_workers_recording_the_same_pin_never_interleave_a_file(
     pytester: pytest.Pytester,
 ) -> None:

@@ -17,8 +17,10 @@ import pytest
 
 import harness._files
 from harness._files import MAX_FILE_BYTES
+from tests.support.inner import inner_pytest
+from tests.support.paths import copy_project
 
-from .conftest import JSON_PATH, POSITION, Cli, copy_project, inner_pytest, one_line
+from .conftest import JSON_PATH, POSITION, Cli, one_line
 
 Damage = Callable[[bytes], bytes]
 

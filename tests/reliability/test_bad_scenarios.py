@@ -23,7 +23,10 @@ from typing import Any
 
 import pytest
 
-from .conftest import Cli, copy_project, inner_pytest, one_line, tree
+from tests.support.inner import inner_pytest
+from tests.support.paths import copy_project
+
+from .conftest import Cli, one_line, tree
 
 Edit = Callable[[dict[str, Any]], None]
 
@@ -132,6 +135,7 @@ def check_in_subprocess(root: Path, *args: str) -> subprocess.CompletedProcess[b
     )
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
 @pytest.mark.parametrize("name", ["log.json", "requests.json", "scenario.json"])
 def test_a_fifo_is_refused_not_read(project: Path, name: str) -> None:
@@ -144,6 +148,7 @@ def test_a_fifo_is_refused_not_read(project: Path, name: str) -> None:
     assert f"fixtures/text-turn/{name}: is a named pipe (FIFO), not a regular file" in line
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/dev/zero").exists(), reason="no /dev/zero")
 @pytest.mark.parametrize(
     "name", ["fixtures/text-turn/log.json", "snapshots/headers/default/system-prompt.expected.md"]
@@ -157,6 +162,7 @@ def test_a_link_to_dev_zero_is_refused_not_read_without_bound(project: Path, nam
     assert f"{name}: is a character device, not a regular file" in one_line(done.stderr.decode())
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
 def test_a_fifo_in_a_recording_is_a_collection_error_not_a_hang(pytester: pytest.Pytester) -> None:
     copy_project(pytester.path)
@@ -164,13 +170,13 @@ def test_a_fifo_in_a_recording_is_a_collection_error_not_a_hang(pytester: pytest
     log.unlink()
     os.mkfifo(log)
     pytester.makeini("[pytest]\nharness_collect = true\ntestpaths = fixtures\n")
-    result = pytester.runpytest_subprocess(
+    result = inner_pytest(
+        pytester,
         "-p",
         "no:randomly",
-        "-p",
-        "no:hypothesispytest",
         "--harness-shuffle=2",
         "--continue-on-collection-errors",
+        subprocess=True,
         timeout=120,
     )
     result.assert_outcomes(passed=5, errors=1)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import inner_pytest
+from tests.support.inner import inner_pytest
 
 KEY = "sk-ant-api03-" + "Zq7Wm2" * 10 + "-AbCd"
 GROQ = "gsk_" + "Pq4Rs8Tu" * 6 + "Vw7X"

@@ -15,8 +15,9 @@ import pytest
 from harness._ci import CI_VARIABLES, detect_ci
 from harness._errors import WriteRefused
 from harness._files import write_atomic
+from tests.support.inner import inner_pytest
 
-from .conftest import Cli, inner_pytest, one_line, tree
+from .conftest import Cli, one_line, tree
 
 SERVICES = {
     "TEAMCITY_VERSION": "2025.03",

@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import ROOT, Cli, copy_project, one_line, tree
+from tests.support.paths import ROOT, copy_project
+
+from .conftest import Cli, one_line, tree
 
 
 def run_cli(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[bytes]:
@@ -28,6 +30,7 @@ def run_cli(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[by
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
 def test_demo_prints_on_an_ascii_or_latin1_stdout(tmp_path: Path, encoding: str) -> None:
     done = run_cli(tmp_path, "demo", "--shuffle", "2", PYTHONIOENCODING=encoding)
@@ -38,6 +41,7 @@ def test_demo_prints_on_an_ascii_or_latin1_stdout(tmp_path: Path, encoding: str)
     assert "\\u2026" in out  # the report's "…", escaped rather than a crash
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
 def test_a_drift_report_prints_on_an_ascii_stdout(tmp_path: Path, encoding: str) -> None:
     """A report holds `…`, `->`, `—` and whatever the fixture holds: nothing may crash it."""

@@ -16,7 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import SHIPPED, copy_project, inner_pytest, tree
+from tests.support.inner import inner_pytest
+from tests.support.paths import SHIPPED, copy_project
+
+from .conftest import tree
 
 VERDICT_COLUMNS = ("scenario", "expect", "replay", "rebuild", "pin", "verdict")
 
@@ -55,6 +58,7 @@ def table(stdout: str) -> dict[str, dict[str, str]]:
     return rows
 
 
+@pytest.mark.slow
 def test_harness_check_gives_the_same_verdicts_every_run_and_every_seed(tmp_path: Path) -> None:
     root = copy_project(tmp_path)
     plant_drift(root)  # so the verdicts mix "ok", "DRIFT" and "caught (expected unstable)"
@@ -97,6 +101,7 @@ def verdicts_under(pytester: pytest.Pytester, seed: int) -> tuple[dict[str, str]
     return dict(OUTCOME.findall(out)), drift_lines
 
 
+@pytest.mark.slow
 def test_collected_scenarios_get_the_same_verdicts_under_any_randomly_seed(
     pytester: pytest.Pytester,
 ) -> None:

@@ -53,6 +53,7 @@ def big_bodies(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return a, b
 
 
+@pytest.mark.slow
 def test_diff_of_two_50_mb_bodies_is_fast_small_and_bounded(big_bodies: tuple[Path, Path]) -> None:
     a, b = big_bodies
     done = subprocess.run(

@@ -13,7 +13,6 @@ import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pointer_oracle import MISSING, child, member_span, pointer_tokens
 
 from harness import CacheView, canonical_bytes
 from harness._errors import FixtureError
@@ -22,8 +21,8 @@ from harness.agent import TOOL_ORDER_REST, ToolOrderError, ToolSchema, order_too
 from harness.capture import CaptureFile
 from harness.drift import compare
 from harness.scenarios._formats import AnswersFile, LogFile, RequestsFile, Scenario, ToolSchemasPin
-
-from .conftest import ROOT, SHIPPED_FIXTURES, SHIPPED_PINS
+from tests.support.paths import ROOT, SHIPPED_FIXTURES, SHIPPED_PINS
+from tests.support.pointer_oracle import MISSING, child, member_span, pointer_tokens
 
 FAST = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -390,6 +389,7 @@ def _enc(value: Any) -> bytes:
     return msgspec.json.encode(value)
 
 
+@pytest.mark.slow
 @settings(FAST, max_examples=200)
 @given(view_pairs())
 def test_the_drift_report_points_at_the_real_first_difference(

@@ -22,8 +22,9 @@ from harness._files import write_atomic
 from harness._paths import case_twin, file_name_for, safe_component
 from harness.capture import cassette_path_for
 from harness.scenarios._formats import load_fixture
+from tests.support.inner import inner_pytest
 
-from .conftest import SCENARIO_IMPORTS, Cli, inner_pytest, one_line, scenario_source, tree
+from .conftest import SCENARIO_IMPORTS, Cli, one_line, scenario_source, tree
 
 RESERVED = {"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(1, 10))}
 RESERVED |= {f"LPT{i}" for i in range(1, 10)}

@@ -18,13 +18,14 @@ from typing import Any
 
 import httpx2
 import pytest
-from stand_ins import anthropic_message
 
 from harness._errors import CassetteMismatch
 from harness._printer import STEP_SUMMARY_LIMIT, write_step_summary
 from harness.capture import CaptureSession
+from tests.support.inner import inner_pytest
+from tests.support.stand_ins import anthropic_message
 
-from .conftest import ANTHROPIC_KEY, GITHUB_TOKEN, Cli, inner_pytest
+from .conftest import ANTHROPIC_KEY, GITHUB_TOKEN, Cli
 
 GROQ_KEY = "gsk_" + "R4nd0mGr0qK3y" * 4
 

@@ -13,8 +13,9 @@ import json
 from pathlib import Path
 
 from harness.scenarios._formats import load_fixture
+from tests.support.paths import SHIPPED_FIXTURES, SHIPPED_PINS
 
-from .conftest import SHIPPED_FIXTURES, SHIPPED_PINS, Cli, tree
+from .conftest import Cli, tree
 
 
 def test_a_registration_order_that_replay_does_not_give_is_drift(project: Path, cli: Cli) -> None:

@@ -14,12 +14,14 @@ import httpx2
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from stand_ins import anthropic_message
 
 from harness._files import SecretWarning
 from harness._secrets import scan_secrets
 from harness.capture import CaptureSession, SecretLeak, load_cassette
 from harness.scenarios._formats import load_fixture
+from tests.support.inner import inner_pytest
+from tests.support.paths import copy_project
+from tests.support.stand_ins import anthropic_message
 
 from .conftest import (
     ANTHROPIC_KEY,
@@ -27,8 +29,6 @@ from .conftest import (
     GITHUB_TOKEN,
     SCENARIO_IMPORTS,
     Cli,
-    copy_project,
-    inner_pytest,
     one_line,
     scenario_source,
     tree,
@@ -331,6 +331,7 @@ def test_the_needle_prefilter_never_changes_what_the_scan_finds(
     assert scan_secrets(data) == scan_secrets(data, unfiltered)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(
     st.lists(

@@ -13,7 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import SCENARIO_IMPORTS, copy_project, inner_pytest, scenario_source, tree
+from tests.support.inner import inner_pytest
+from tests.support.paths import copy_project
+
+from .conftest import SCENARIO_IMPORTS, scenario_source, tree
 
 CONFTEST = """
 import httpx2

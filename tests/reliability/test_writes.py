@@ -19,7 +19,10 @@ from typing import Any
 
 import pytest
 
-from .conftest import SCENARIO_IMPORTS, Cli, copy_project, inner_pytest, one_line, scenario_source
+from tests.support.inner import inner_pytest
+from tests.support.paths import copy_project
+
+from .conftest import SCENARIO_IMPORTS, Cli, one_line, scenario_source
 from .conftest import tree as files_under
 
 
@@ -105,6 +108,7 @@ def test_the_plugin_refuses_a_second_owner_in_one_line(pytester: pytest.Pytester
     run(pytester).assert_outcomes(passed=1, failed=1)  # alpha's pin is intact; bravo unrecorded
 
 
+@pytest.mark.slow
 def test_the_controller_keeps_the_first_of_two_different_writes_to_one_file(
     pytester: pytest.Pytester,
 ) -> None:

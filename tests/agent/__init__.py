@@ -1,0 +1,1 @@
+"""Tests of `harness.agent`, the reference agent runtime (the system under test)."""

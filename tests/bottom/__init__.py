@@ -1,0 +1,1 @@
+"""Tests of the flat private bottom of `harness/` (`_ci`, `_files`, `_secrets`, ...)."""

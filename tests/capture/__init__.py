@@ -1,0 +1,1 @@
+"""Tests of `harness.capture`: capture sessions, cassettes, interception, prefix chains."""

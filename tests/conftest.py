@@ -1,0 +1,31 @@
+"""What every test under `tests/` shares: the support package's helpers, and the fixtures.
+
+The helpers live in `tests/support/` as modules, since test modules import them at collection
+(parametrize ids, module constants) and the PYTHONHASHSEED children of `prove_stable` import
+test modules by name, never this conftest: `support.paths` (the repository's folders and a copy of
+the shipped project), `support.stand_ins` (the stand-in provider APIs), `support.sdk` (what the
+capture tests send through the real SDKs), `support.inner` (`inner_pytest`, the one runner of an
+inner pytest on a generated project) and `support.pointer_oracle`. Their `assert`s are rewritten
+like a test's. The root `conftest.py` keeps the session free of CI variables and sets pytester up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+# Before the first import of the support package, so its asserts are rewritten too.
+pytest.register_assert_rewrite("tests.support")
+
+from tests.support.paths import copy_project  # noqa: E402
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A copy of the shipped fixtures and pins as the working folder, so a test may edit and
+    rewrite them."""
+    copy_project(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    yield tmp_path

@@ -1,0 +1,1 @@
+"""Tests of `harness.drift`: the drift report, its pointers, hints and renderings."""

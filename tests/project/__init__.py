@@ -1,0 +1,1 @@
+"""Whole-project tests: the wheel, dependencies, examples, frameworks, bench and CI hooks."""

@@ -1,0 +1,1 @@
+"""Tests of `harness.providers`: request splits, cache settings and the provider registry."""

@@ -1,0 +1,1 @@
+"""Tests of `harness.pytest_plugin`, driven through pytester as a user's project uses it."""

@@ -1,0 +1,1 @@
+"""Tests of `harness.scenarios`: running, recording, replaying and pinning scenarios."""
