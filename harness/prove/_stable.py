@@ -26,6 +26,7 @@ numbers, or module-level objects).
 from __future__ import annotations
 
 import random
+import time
 import warnings
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -56,6 +57,7 @@ from harness.prove.perturb._plan import (
     RunPlan,
     plans,
 )
+from harness.prove.perturb._run import DEFAULT_BUDGET_S, budget_after
 
 if TYPE_CHECKING:
     from harness.capture._proof import ProofRun
@@ -139,6 +141,7 @@ class _Proof(Generic[U]):
     proof: ProofRun | None
     captured: Callable[[], list[CacheView]] | None
     notes: list[str]
+    budget_s: float = DEFAULT_BUDGET_S  # set from the natural run's time
 
     def order_of(self, plan: RunPlan) -> list[U]:
         if plan.mode_of(UNITS) is Mode.BACKWARD:
@@ -148,14 +151,23 @@ class _Proof(Generic[U]):
     def run(self, plan: RunPlan) -> tuple[list[Observed], Journal]:
         order = self.order_of(plan)
         args = () if self.units is None else (list(order),)
+        started = time.monotonic()
         try:
             if self.proof is None:
-                with perturbed(plan) as journal:
+                with perturbed(plan, self.budget_s) as journal:
                     result = call_build(self.function, *args)
-                return observed_of(result, None, self.captured, self.notes), journal
-            with self.proof.build(plan.index) as sent, perturbed(plan) as journal:
-                result = call_build(self.function, *args)
-            return observed_of(result, list(sent), self.captured, self.notes), journal
+                sent = None
+            else:
+                with (
+                    self.proof.build(plan.index) as sent,
+                    perturbed(plan, self.budget_s) as journal,
+                ):
+                    result = call_build(self.function, *args)
+            if plan.mode is Mode.NATURAL and not plan.overrides:
+                self.budget_s = budget_after(time.monotonic() - started)
+            return observed_of(
+                result, None if sent is None else list(sent), self.captured, self.notes
+            ), journal
         except Exception as error:
             shown = f": {', '.join(unit_name(u) for u in order)}" if self.units else ""
             error.add_note(

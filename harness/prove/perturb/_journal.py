@@ -9,7 +9,7 @@ Comparing the journal of the natural run with that of a drifting run names the c
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -21,15 +21,19 @@ _MAX_LABEL: Final = 40
 
 @dataclass
 class Journal:
-    """Per source: what finished, in order, and which places were listed or read."""
+    """Per source: what finished, in order, and which places were listed or read; per label,
+    which kinds of channel (helper processes, sockets) what finished waited on."""
 
     finished_order: dict[str, list[str]] = field(default_factory=dict)
     places: dict[str, list[str]] = field(default_factory=dict)
+    channels: dict[str, set[str]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def finished(self, source: str, label: str) -> None:
+    def finished(self, source: str, label: str, channels: Iterable[str] = ()) -> None:
         with self._lock:
             self.finished_order.setdefault(source, []).append(label)
+            if channels:
+                self.channels.setdefault(label, set()).update(channels)
 
     def place(self, source: str, where: str) -> None:
         with self._lock:
