@@ -39,17 +39,20 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final
 
 from harness._errors import CannotPerturb
 from harness.prove.perturb._channels import HELPER_PROCESS, PIPE, SOCKET
-from harness.prove.perturb._order import Held, Scheduler
+from harness.prove.perturb._order import Scheduler
 from harness.prove.perturb._run import current_run
 
 __all__ = ["adopt", "perturbed_asyncio"]
 
 RECHECK_S: Final = 0.05  # while work is held, look again at least this often
+# Rounds of release a pass may run while no callback is scheduled in between: a task that only
+# yields (`await asyncio.sleep(0)`) goes on in the same loop iteration instead of one per step.
+ROUNDS: Final = 8
 
 
 def _deadline(callback: Callable[..., Any]) -> bool:
@@ -71,7 +74,7 @@ class _State:
     recheck_at: float = 0.0
     raw: bool = False  # scheduling a timer of our own (uvloop's call_at calls call_later)
     in_timer: bool = False  # running a latency timer's callback
-    leftovers: list[Held] = field(default_factory=list)
+    callbacks: int = 0  # callbacks (not task steps) scheduled so far
 
 
 class _Perturbing:
@@ -88,7 +91,7 @@ class _Perturbing:
         elif state.scheduler.run is not run:
             leftovers = state.scheduler.held  # held in an earlier run: released at once
             for entry in leftovers:
-                entry.first = True
+                entry.first, entry.mark = True, -1
             state.scheduler = Scheduler(run)
             state.scheduler.poke = functools.partial(self._harness_poke, state)
             state.scheduler.held.extend(leftovers)
@@ -109,30 +112,43 @@ class _Perturbing:
                 if self.is_closed():  # type: ignore[attr-defined]
                     raise RuntimeError("Event loop is closed")
                 handle = asyncio.Handle(callback, args, self, context)  # type: ignore[arg-type]
-                scheduler.hold(task, handle, state.in_timer)
+                scheduler.hold(task, handle, state.callbacks, state.in_timer)
                 self._harness_soon(state)
                 return handle
             if scheduler.run is not None:
                 scheduler.info_of(task)  # the natural run only records what finished
+        else:
+            self._harness().callbacks += 1
         return super().call_soon(callback, *args, context=context)  # type: ignore[misc, no-any-return]
 
     def _harness_soon(self, state: _State) -> None:
+        """Schedule a pass behind every callback scheduled so far (one at a time: a wake-up held
+        after a later callback waits for the next pass, see `Scheduler.take`)."""
         if not state.pass_pending:
             state.pass_pending = True
-            super().call_soon(self._harness_pass, state)  # type: ignore[misc]
+            super().call_soon(self._harness_pass, state, state.callbacks)  # type: ignore[misc]
 
     def _harness_poke(self, state: _State) -> None:
         if state.scheduler.held:
             self._harness_soon(state)
 
-    def _harness_pass(self, state: _State) -> None:
+    def _harness_pass(self, state: _State, mark: int) -> None:
         state.pass_pending = False
         scheduler = self._harness().scheduler
-        batch, recheck_at, soon = scheduler.take()
-        for entry in batch:
-            if not entry.handle.cancelled():
+        for _ in range(ROUNDS):
+            batch, recheck_at, soon = scheduler.take(mark)
+            for done, entry in enumerate(batch):
+                if entry.handle.cancelled():
+                    continue
                 scheduler.ran(entry)
-                entry.handle._run()
+                try:
+                    entry.handle._run()
+                except BaseException:  # KeyboardInterrupt, SystemExit: the rest still runs later
+                    scheduler.held[:0] = batch[done + 1 :]
+                    self._harness_soon(state)
+                    raise
+            if not batch or soon or state.callbacks != mark:
+                break  # a callback came first: the next pass goes behind it
         if not scheduler.held:
             return
         if soon or batch:
@@ -153,7 +169,7 @@ class _Perturbing:
 
     def _harness_recheck_due(self, state: _State) -> None:
         state.recheck = None
-        self._harness_pass(state)
+        self._harness_soon(state)
 
     # -- timers ---------------------------------------------------------------------------------
 
@@ -170,7 +186,8 @@ class _Perturbing:
     def call_later(
         self, delay: float, callback: Callable[..., Any], *args: Any, context: Any = None
     ) -> asyncio.TimerHandle:
-        if self._harness().raw:
+        state = self._harness()
+        if state.raw or not state.scheduler.holds:
             return super().call_later(delay, callback, *args, context=context)  # type: ignore[misc, no-any-return]
         return self.call_at(self.time() + delay, callback, *args, context=context)  # type: ignore[attr-defined]
 
@@ -179,8 +196,10 @@ class _Perturbing:
     ) -> asyncio.TimerHandle:
         state = self._harness()
         scheduler = state.scheduler
-        if state.raw or scheduler.run is None or not scheduler.holds:
+        if state.raw:
             return super().call_at(when, callback, *args, context=context)  # type: ignore[misc, no-any-return]
+        if scheduler.run is None or not scheduler.holds:
+            return self._harness_raw_at(when, callback, args, context)
         if _deadline(callback):
             handle = self._harness_raw_at(when, callback, args, context)
             now = time.monotonic()
@@ -213,9 +232,10 @@ class _Perturbing:
     def run_in_executor(self, executor: Any, func: Callable[..., Any], *args: Any) -> Any:
         future = super().run_in_executor(executor, func, *args)  # type: ignore[misc]
         scheduler = self._harness_tracking()
-        if scheduler is not None and scheduler.holds and scheduler.run is not None:
-            scheduler.executor_job(future)
-            if scheduler.run.flush_threads is not None:
+        if scheduler is not None and scheduler.run is not None:
+            if scheduler.holds:
+                scheduler.executor_job(future)
+            if scheduler.run.flush_threads is not None:  # the jobs of this iteration: a burst
                 super().call_soon(scheduler.run.flush_threads)  # type: ignore[misc]
         return future
 

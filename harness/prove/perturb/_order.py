@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import itertools
 import math
 import random
 import sys
@@ -43,14 +42,14 @@ from typing import Any, Final
 
 from harness.prove.perturb._channels import Channel, Channels
 from harness.prove.perturb._plan import ASYNCIO, Mode
-from harness.prove.perturb._program import created_by_program, program_label
+from harness.prove.perturb._program import created_by_program, is_program_file, program_label
 from harness.prove.perturb._run import RunState
 
 __all__ = ["Held", "Scheduler", "TaskInfo"]
 
 SPIN_STEPS: Final = 64  # wake-ups without news from outside before a sibling counts as polling
 SPIN_TIMERS: Final = 8  # the same, for wake-ups by a timer (a poll with a sleep)
-SETTLE_PASSES: Final = 2  # passes after a sibling finishes before the next goes
+SETTLE_PASSES: Final = 1  # passes after a sibling finishes before the next goes
 
 
 class TaskInfo:
@@ -96,9 +95,11 @@ class TaskInfo:
 class Held:
     info: TaskInfo
     seq: int
+    mark: int  # how many callbacks the loop had scheduled when this was held
     handle: asyncio.Handle
     first: bool  # the task's first step
     by_timer: bool  # woken by a timer
+    progress: bool = False  # a library's way to the task's next wait (see `_in_library`)
 
 
 @dataclass
@@ -122,7 +123,7 @@ class Scheduler:
     settle_until: int = 0
     poke: Callable[[], None] = lambda: None  # ask the loop for a pass (something changed)
     _seen: dict[tuple[int, str], int] = field(default_factory=dict)
-    _seq: Any = field(default_factory=itertools.count)
+    next_seq: int = 0  # the number of the next wake-up held
 
     def __post_init__(self) -> None:
         self.mode = self.run.mode_of(ASYNCIO) if self.run is not None else Mode.NATURAL
@@ -143,7 +144,7 @@ class Scheduler:
         info = self.infos.get(task)
         if info is not None:
             return info, False
-        first = inspect.getcoroutinestate(task.get_coro()) == inspect.CORO_CREATED  # type: ignore[arg-type]
+        first = _not_started(task.get_coro())
         creator = _current_task() if first else None
         parent = self.infos.get(creator) if creator is not None else None
         info = TaskInfo(task, parent)
@@ -179,9 +180,25 @@ class Scheduler:
         if info.journaled and self.run is not None:
             self.run.journal.finished(ASYNCIO, info.label, info.kinds)
 
-    def hold(self, task: asyncio.Task[Any], handle: asyncio.Handle, by_timer: bool) -> None:
+    def hold(
+        self, task: asyncio.Task[Any], handle: asyncio.Handle, mark: int, by_timer: bool
+    ) -> None:
         info, first = self.info_of(task)
-        self.held.append(Held(info, next(self._seq), handle, first, by_timer))
+        progress = info.gated and not first and self._from_outside(task, info) and _in_library(task)
+        self.held.append(Held(info, self.next_seq, mark, handle, first, by_timer, progress))
+        self.next_seq += 1
+
+    def _from_outside(self, task: asyncio.Task[Any], info: TaskInfo) -> bool:
+        """Whether the wake-up comes from the task itself (a yield) or from a task outside its
+        own (a lock, a limiter, an event released by a sibling), rather than from an answer:
+        I/O, a timer, a thread, or a task it started (an SDK's reader delivering a response)."""
+        waker = _current_task()
+        if waker is None:
+            return False
+        if waker is task:
+            return True
+        woken_by = self.infos.get(waker)
+        return woken_by is None or info not in woken_by.lineage()
 
     # -- what keeps a task busy -----------------------------------------------------------------
 
@@ -215,11 +232,18 @@ class Scheduler:
 
     # -- the pass -------------------------------------------------------------------------------
 
-    def take(self) -> tuple[list[Held], float, bool]:
+    def take(self, mark: int) -> tuple[list[Held], float, bool]:
         """The held wake-ups to run now, in order; when to look again at the latest; and whether
-        to look again at the next iteration (the rest wait for a sibling that has settled)."""
+        to look again at the next iteration (the rest wait for a sibling that has settled).
+
+        Only wake-ups held before the loop scheduled its `mark`-th callback are considered: the
+        pass was scheduled then, so every callback scheduled before them has run (asyncio runs
+        callbacks first in, first out, and a wake-up must not overtake a callback scheduled
+        before it: `sock_connect`'s clean-up before the connection it made is used)."""
         self.passes += 1
-        held, self.held = self.held, []
+        held = [entry for entry in self.held if entry.mark <= mark]
+        later = [entry for entry in self.held if entry.mark > mark]
+        self.held = later
         now = time.monotonic()
         until = self.run.hold_until(now) if self.run is not None and self.holds else -math.inf
         waiting = {
@@ -228,23 +252,28 @@ class Scheduler:
             if entry.info.gated and not entry.first and not _cancelling(entry.info)
         }
         if not waiting or now >= until:
-            return _in_order(held), math.inf, False
+            return _in_order(held), math.inf, bool(later)
         if self.passes < self.settle_until:
-            self.held = [entry for entry in held if id(entry) in waiting]
+            self.held = [entry for entry in held if id(entry) in waiting] + later
             return _in_order([e for e in held if id(e) not in waiting]), until, True
-        best, settles = self._best_busy(now, held)
-        release, self.held = [], []
+        busy, runnable, settles = self._best_busy(now, held + later)
+        release, kept = [], []
         for entry in held:
             rank = entry.info.rank
+            best = runnable if entry.progress else busy
             if id(entry) not in waiting or best.get(id(entry.info.parent), rank) >= rank:
                 release.append(entry)
             else:
-                self.held.append(entry)
-        return _in_order(release), min(until, settles), False
+                kept.append(entry)
+        self.held = kept + later
+        return _in_order(release), min(until, settles), bool(later)
 
-    def _best_busy(self, now: float, held: list[Held]) -> tuple[dict[int, tuple[Any, ...]], float]:
-        """Per parent, the best rank among its busy children that are not polling; and when a
-        channel busy only with a recent read settles."""
+    def _best_busy(
+        self, now: float, held: list[Held]
+    ) -> tuple[dict[int, tuple[Any, ...]], dict[int, tuple[Any, ...]], float]:
+        """Per parent, the best rank among its children that are busy, and among those that
+        are runnable (a wake-up held), leaving out the ones polling; and when a channel busy
+        only with a recent read settles."""
         busy: set[TaskInfo] = set()
 
         def mark(info: TaskInfo | None) -> None:
@@ -254,6 +283,7 @@ class Scheduler:
 
         for entry in held:
             mark(entry.info)
+        runnable = _best(busy)
         self.timers = [t for t in self.timers if not t.fired and not _cancelled(t.handle)]
         for timer in self.timers:
             mark(timer.owner)
@@ -266,14 +296,55 @@ class Scheduler:
                 mark(channel.owner)
                 if not channel.expecting and not channel.until_exit:
                     settles = min(settles, channel.settles_at())
-        best: dict[int, tuple[Any, ...]] = {}
-        for info in busy:
-            if not info.gated or info.done or _polling(info):
-                continue
-            key = id(info.parent)
-            if key not in best or info.rank < best[key]:
-                best[key] = info.rank
-        return best, settles
+        return _best(busy), runnable, settles
+
+
+def _best(infos: set[TaskInfo]) -> dict[int, tuple[Any, ...]]:
+    """Per parent, the best rank among `infos` that are gated, alive and not polling."""
+    best: dict[int, tuple[Any, ...]] = {}
+    for info in infos:
+        if not info.gated or info.done or _polling(info):
+            continue
+        key = id(info.parent)
+        if key not in best or info.rank < best[key]:
+            best[key] = info.rank
+    return best
+
+
+# What a program awaits to yield or to wait: its own steps, not a library's way to its next wait.
+_YIELDS: Final = frozenset(
+    {"sleep", "checkpoint", "cancel_shielded_checkpoint", "checkpoint_if_cancelled", "__sleep0"}
+)
+
+
+def _in_library(task: asyncio.Task[Any]) -> bool:
+    """Whether the task is suspended inside a library call the program awaits (anyio's capacity
+    limiter on its way to a worker thread, an SDK on its way to a request), rather than in a
+    sleep or checkpoint the program awaits itself.
+
+    A yield there, or a lock or limiter a sibling hands over, is the library's way to the
+    task's next real wait, not the end of a step of the program's: holding it behind a sibling
+    that only waits for a process or a thread would delay this task's own request, and make the
+    siblings' latencies add up. It is still held behind a sibling that is running."""
+    callee: str | None = None
+    awaited: Any = task.get_coro()
+    while awaited is not None:
+        code = getattr(awaited, "cr_code", None) or getattr(awaited, "gi_code", None)
+        if code is None:
+            break
+        if is_program_file(code.co_filename):
+            callee = None
+        elif callee is None:
+            callee = code.co_name
+        awaited = getattr(awaited, "cr_await", None) or getattr(awaited, "gi_yieldfrom", None)
+    return callee is not None and callee not in _YIELDS
+
+
+def _not_started(coro: Any) -> bool:
+    try:
+        return inspect.getcoroutinestate(coro) == inspect.CORO_CREATED
+    except (AttributeError, TypeError):  # a compiled coroutine (uvloop's): not the program's
+        return False
 
 
 def _polling(info: TaskInfo) -> bool:

@@ -7,10 +7,11 @@ Code is a library's when it lives in the standard library, in an installed packa
 (`site-packages`) or in the harness; everything else (the project, its tests, a script) is the
 program's.
 
-A task is the program's when the code that created it is: the first frame that is not task
-machinery (asyncio, anyio, contextlib) belongs to the program. So `asyncio.as_completed(
+A task is the program's when the code that spawned it is: the caller of `create_task`,
+`gather`, `as_completed`, anyio's `start_soon` and the like. So `asyncio.as_completed(
 [session.list_tools() for session in sessions])` written in the project makes program tasks of
-an SDK's coroutines, while the reader tasks the SDK starts for itself stay the SDK's.
+an SDK's coroutines, while the tasks an SDK or asyncio's `communicate` starts for itself stay
+theirs.
 """
 
 from __future__ import annotations
@@ -58,8 +59,28 @@ def is_program_file(filename: str) -> bool:
     return not path.startswith(_LIBRARY_ROOTS)
 
 
-def _machinery_roots() -> tuple[str, ...]:
-    roots = [os.path.dirname(asyncio.__file__), os.path.dirname(contextlib.__file__) + os.sep]
+# The functions that spawn tasks for their caller: the caller of these decides whose task it is.
+# Any other library frame (asyncio's `communicate`, an SDK's client) spawns tasks of its own.
+_SPAWNERS: Final = frozenset(
+    {
+        "create_task",
+        "ensure_future",
+        "_ensure_future",
+        "gather",
+        "as_completed",
+        "wait",
+        "wait_for",
+        "shield",
+        "run_coroutine_threadsafe",
+        "start_soon",
+        "start",
+        "_spawn",
+    }
+)
+
+
+def _spawning_roots() -> tuple[str, ...]:
+    roots = [os.path.dirname(asyncio.__file__)]
     anyio = sys.modules.get("anyio")
     if anyio is not None and getattr(anyio, "__file__", None):
         roots.append(os.path.dirname(str(anyio.__file__)))
@@ -67,14 +88,17 @@ def _machinery_roots() -> tuple[str, ...]:
 
 
 def created_by_program(frame: FrameType | None) -> bool:
-    """Whether the first frame from `frame` outward that is not task machinery (asyncio,
-    anyio, contextlib, the harness's own hooks) is the program's."""
-    machinery = _machinery_roots()
+    """Whether the code that spawned a task is the program's: the first frame from `frame`
+    outward that is neither the harness's nor a task-spawning function of asyncio or anyio
+    (`create_task`, `gather`, `as_completed`, `start_soon`...)."""
+    spawning = _spawning_roots()
     while frame is not None:
-        filename = frame.f_code.co_filename
-        normal = os.path.normcase(filename)
-        if not normal.startswith(machinery) and not normal.startswith(_HARNESS):
-            return is_program_file(filename)
+        code = frame.f_code
+        normal = os.path.normcase(code.co_filename)
+        harness = normal.startswith(_HARNESS + os.sep)
+        spawner = code.co_name in _SPAWNERS or code.co_name.startswith("<")  # a comprehension
+        if not harness and not (spawner and normal.startswith(spawning)):
+            return is_program_file(code.co_filename)
         frame = frame.f_back
     return False
 

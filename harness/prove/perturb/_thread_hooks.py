@@ -207,7 +207,7 @@ def perturbed_threads(run: RunState) -> Iterator[ThreadGate]:
             yield gate
         finally:
             run.flush_threads = None
-            gate.flush()  # what the build queued and never waited for still runs, unwaited
+            gate.close()  # what the build queued and never waited for still runs, unwaited
 
 
 @contextmanager

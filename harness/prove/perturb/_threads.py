@@ -96,7 +96,8 @@ class ThreadGate:
     _cond: threading.Condition = field(default_factory=threading.Condition)
     _queued: list[Job] = field(default_factory=list)
     _last_submit: float = 0.0
-    _timer: threading.Timer | None = None
+    _watcher: threading.Thread | None = None
+    _closed: bool = False
 
     def __post_init__(self) -> None:
         self.run.pressure.listen(self._changed)
@@ -115,31 +116,40 @@ class ThreadGate:
         with self._cond:
             self._queued.append(job)
             self._last_submit = time.monotonic()
-            if self._timer is None:
-                self._arm(GRACE_S)
+            if self._watcher is None:
+                self._watcher = threading.Thread(
+                    target=self._watch, name="harness-thread-grace", daemon=True
+                )
+                self._watcher.start()
+            self._cond.notify_all()
         return job
 
-    def _arm(self, delay: float) -> None:
-        self._timer = threading.Timer(delay, self._grace_over)
-        self._timer.daemon = True
-        self._timer.start()
+    def _watch(self) -> None:
+        """Start a burst nobody waited for once submissions have stopped for `GRACE_S` (one
+        thread for the run: a timer per burst would cost a thread start per job)."""
+        while True:
+            with self._cond:
+                while not self._closed and not self._queued:
+                    _ORIGINAL_COND_WAIT(self._cond)
+                if self._closed:
+                    return
+                quiet = time.monotonic() - self._last_submit
+                if quiet < GRACE_S:
+                    _ORIGINAL_COND_WAIT(self._cond, GRACE_S - quiet)
+                    continue
+            self.flush()
 
-    def _grace_over(self) -> None:
-        with self._cond:
-            self._timer = None
-            quiet = time.monotonic() - self._last_submit
-            if self._queued and quiet < GRACE_S:
-                self._arm(GRACE_S - quiet)  # still submitting: the burst is not over
-                return
+    def close(self) -> None:
+        """Flush what is left; the grace watcher ends."""
         self.flush()
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
 
     def flush(self) -> None:
         """Order the queued burst as the run says and let it go."""
         with self._cond:
             jobs, self._queued = self._queued, []
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
             if not jobs:
                 return
             burst = self.run.plan.arrange(THREADS, jobs)
