@@ -339,8 +339,9 @@ def adopt(loop: Any) -> Any:
     except TypeError as error:
         raise CannotPerturb(
             f"prove_stable could not perturb the event loop the build runs"
-            f" ({base.__module__}.{base.__qualname__}: {error}): its task order would not be"
-            " perturbed; run the build on asyncio's loop or uvloop's in tests"
+            f" ({base.__module__}.{base.__qualname__}: its class cannot be extended: {error}),"
+            " so its tasks would keep one order in every run; make the loop with"
+            " asyncio.new_event_loop, uvloop.new_event_loop or a Python subclass"
         ) from None
     return loop
 

@@ -131,6 +131,14 @@ def describe(
         before = reference.finished_order.get(source, [])
         after = perturbed_journal.finished_order.get(source, [])
         before, after = _differing(*_common(before, after))
+        if source == ASYNCIO:
+            # Tasks that wait for answers from outside (a process, a socket) are named in the
+            # order they took them up: a session kept open finishes only when the
+            # agent closes it, long after its tools were registered.
+            firsts = [list(dict.fromkeys(j.answers)) for j in (reference, perturbed_journal)]
+            answered = _differing(*_common(*firsts))
+            if answered[0] or answered[1]:
+                what, (before, after) = "asyncio order of answers", answered
         through = _through({*before, *after}, reference, perturbed_journal)
         if not before and not after:
             return what + through

@@ -27,6 +27,7 @@ class Journal:
     finished_order: dict[str, list[str]] = field(default_factory=dict)
     places: dict[str, list[str]] = field(default_factory=dict)
     channels: dict[str, set[str]] = field(default_factory=dict)
+    answers: list[str] = field(default_factory=list)  # asyncio tasks, as they took up answers
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def finished(self, source: str, label: str, channels: Iterable[str] = ()) -> None:
@@ -34,6 +35,13 @@ class Journal:
             self.finished_order.setdefault(source, []).append(label)
             if channels:
                 self.channels.setdefault(label, set()).update(channels)
+
+    def answer(self, label: str) -> None:
+        """A task went on with an answer from outside (a process, a socket, a thread): tasks
+        that stay open (a session kept for later) finish late, but take up answers in order."""
+        with self._lock:
+            if not self.answers or self.answers[-1] != label:
+                self.answers.append(label)
 
     def place(self, source: str, where: str) -> None:
         with self._lock:

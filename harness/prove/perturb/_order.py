@@ -56,6 +56,7 @@ class TaskInfo:
     """What the scheduler knows of one task."""
 
     __slots__ = (
+        "answered",
         "depth",
         "done",
         "gated",
@@ -81,6 +82,7 @@ class TaskInfo:
         self.quiet_steps = 0  # wake-ups of it or its tasks since news from outside
         self.timer_steps = 0
         self.kinds: set[str] = set()  # channels it or its tasks used
+        self.answered = False  # an answer came from outside since its last step
 
     def lineage(self) -> list[TaskInfo]:
         chain: list[TaskInfo] = []
@@ -213,22 +215,27 @@ class Scheduler:
         future.add_done_callback(lambda _: self.news_for(owner))
 
     def news(self, channel: Channel) -> None:
-        self.news_for(channel.owner)
+        self.news_for(channel.owner, answer=True)
         if channel.owner is not None:
             for info in channel.owner.lineage():
                 if info.journaled:
                     info.kinds.add(channel.kind)
         self.poke()
 
-    def news_for(self, owner: TaskInfo | None) -> None:
-        """Something outside answered `owner` (or a task under it): it is not polling."""
+    def news_for(self, owner: TaskInfo | None, *, answer: bool = False) -> None:
+        """Something outside answered `owner` (or a task under it): it is not polling. An
+        answer over a channel is also journaled when the task takes it up."""
         for info in owner.lineage() if owner is not None else ():
             info.quiet_steps = info.timer_steps = 0
+            info.answered = info.answered or (answer and info.gated and info.journaled)
 
     def ran(self, entry: Held) -> None:
         for info in entry.info.lineage():
             info.quiet_steps += 1
             info.timer_steps += entry.by_timer
+        if entry.info.answered and self.run is not None:
+            entry.info.answered = False  # the order in which answers were taken up
+            self.run.journal.answer(entry.info.label)
 
     # -- the pass -------------------------------------------------------------------------------
 

@@ -1,0 +1,1 @@
+"""The proof against races at every latency (issue 22): user-style projects through pytester."""
