@@ -38,9 +38,7 @@ def test_header_is_stable(prove_stable):
 CAUSE = re.compile(r"; cause: (.*)$", re.MULTILINE)  # the summary line of the drift
 
 
-def make_agent(
-    pytester: pytest.Pytester, source: str, *, fixed: bool, options: str = ""
-) -> None:
+def make_agent(pytester: pytest.Pytester, source: str, *, fixed: bool, options: str = "") -> None:
     """`agent.py` (the loaders in `source`, racy or fixed) and a test proving it stable."""
     code = REQUEST + textwrap.dedent(source).replace("FIX(", "sorted(" if fixed else "list(")
     pytester.makepyfile(agent=code, test_agent=PROVE.format(options=options))

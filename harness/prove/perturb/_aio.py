@@ -1,15 +1,7 @@
-"""asyncio scheduling: every event loop the build runs holds back task wake-ups and releases them
-in the run's order (`_order` decides which go next).
-
-**Which loops.** During a run, every event loop is made ours, whoever makes it: the policy the
-run installs hands out ours (`asyncio.run`, `Runner`, `new_event_loop`, anyio); a policy the
-build installs (`uvloop.install()`, `asyncio.set_event_loop_policy(...)`) has its loops made
-ours; a `loop_factory` handed to `asyncio.Runner` (and so `uvloop.run`) too; and a loop made
-directly (`asyncio.SelectorEventLoop()`, `uvloop.new_event_loop()`) is made ours when it starts
-running. Making a loop ours swaps its class for a subclass that mixes `_Perturbing` in, so the
-loop keeps its own machinery (uvloop's included). A loop whose class cannot be swapped fails the
-proof with one line saying so: never a run that silently perturbs nothing. A loop that outlives
-the run it was made in follows the run in force.
+"""asyncio scheduling: an event loop of ours holds back task wake-ups and releases them in the
+run's order (`_order` decides which go next). `_loops` makes every loop the build runs ours, by
+mixing `Perturbing` into its class; a loop that outlives the run it was made in follows the run
+in force.
 
 **What is held.** A task's wake-up (`Task.__step`, `Task.__wakeup`: its first step, a sleep
 ending, a future it awaited being set, an answer read from a pipe or a socket) is held when it
@@ -33,21 +25,17 @@ submitted (`run_in_executor`, so `to_thread`), and the channels it opened: a hel
 from __future__ import annotations
 
 import asyncio
-import asyncio.runners
 import functools
-import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from harness._errors import CannotPerturb
 from harness.prove.perturb._channels import HELPER_PROCESS, PIPE, SOCKET
 from harness.prove.perturb._order import Scheduler
 from harness.prove.perturb._run import current_run
 
-__all__ = ["adopt", "perturbed_asyncio"]
+__all__ = ["Perturbing"]
 
 RECHECK_S: Final = 0.05  # while work is held, look again at least this often
 # Rounds of release a pass may run while no callback is scheduled in between: a task that only
@@ -75,9 +63,11 @@ class _State:
     raw: bool = False  # scheduling a timer of our own (uvloop's call_at calls call_later)
     in_timer: bool = False  # running a latency timer's callback
     callbacks: int = 0  # callbacks (not task steps) scheduled so far
+    in_pass: bool = False
+    flush: Callable[[], None] | None = None  # thread jobs to start when the pass ends
 
 
-class _Perturbing:
+class Perturbing:
     """Mixed into the class of every loop a run makes or runs (see the module doc). It has no
     `__slots__`: a class swap needs the same layout, and every loop class has a `__dict__`."""
 
@@ -134,6 +124,16 @@ class _Perturbing:
 
     def _harness_pass(self, state: _State, mark: int) -> None:
         state.pass_pending = False
+        state.in_pass = True
+        try:
+            self._harness_rounds(state, mark)
+        finally:
+            state.in_pass = False
+            flush, state.flush = state.flush, None
+            if flush is not None:
+                flush()
+
+    def _harness_rounds(self, state: _State, mark: int) -> None:
         scheduler = self._harness().scheduler
         for _ in range(ROUNDS):
             batch, recheck_at, soon = scheduler.take(mark)
@@ -235,9 +235,19 @@ class _Perturbing:
         if scheduler is not None and scheduler.run is not None:
             if scheduler.holds:
                 scheduler.executor_job(future)
-            if scheduler.run.flush_threads is not None:  # the jobs of this iteration: a burst
-                super().call_soon(scheduler.run.flush_threads)  # type: ignore[misc]
+            self._harness_flush_soon(scheduler.run.flush_threads)
         return future
+
+    def _harness_flush_soon(self, flush: Callable[[], None] | None) -> None:
+        """Start the thread jobs submitted so far once the tasks running now have submitted
+        theirs (they are one burst): at the end of our pass, else after this callback."""
+        state = self._harness()
+        if flush is None or state.flush is flush:
+            return
+        if state.in_pass:
+            state.flush = flush
+        else:
+            super().call_soon(flush)  # type: ignore[misc]
 
     async def subprocess_exec(self, protocol_factory: Any, *args: Any, **kwargs: Any) -> Any:
         return await self._harness_open(
@@ -318,98 +328,3 @@ class _Perturbing:
         if scheduler is not None:
             channel = scheduler.channels.of_socket(sock)
             scheduler.channels.arrived(channel) if got else scheduler.channels.closed(channel)
-
-
-# -- making loops ours --------------------------------------------------------------------------
-
-_CLASSES: dict[type[Any], type[Any]] = {}
-
-
-def adopt(loop: Any) -> Any:
-    """Make `loop` perturb as the run in force says (swap its class for one mixing ours in)."""
-    if isinstance(loop, _Perturbing):
-        return loop
-    base = type(loop)
-    try:
-        if base not in _CLASSES:
-            _CLASSES[base] = type(
-                f"Perturbed{base.__name__}", (_Perturbing, base), {"__slots__": ()}
-            )
-        loop.__class__ = _CLASSES[base]
-    except TypeError as error:
-        raise CannotPerturb(
-            f"prove_stable could not perturb the event loop the build runs"
-            f" ({base.__module__}.{base.__qualname__}: its class cannot be extended: {error}),"
-            " so its tasks would keep one order in every run; make the loop with"
-            " asyncio.new_event_loop, uvloop.new_event_loop or a Python subclass"
-        ) from None
-    return loop
-
-
-class _Policy(asyncio.DefaultEventLoopPolicy):
-    """The default policy, handing out loops of ours."""
-
-    def new_event_loop(self) -> asyncio.AbstractEventLoop:
-        return adopt(super().new_event_loop())  # type: ignore[no-any-return]
-
-
-_ORIGINAL_SET_POLICY = asyncio.events.set_event_loop_policy
-_ORIGINAL_RUNNER_INIT = asyncio.runners.Runner.__init__
-_ORIGINAL_RUN_FOREVER = asyncio.BaseEventLoop.run_forever
-
-
-@contextmanager
-def perturbed_asyncio() -> Iterator[None]:
-    """While the block runs, every event loop the build makes or runs is ours (see the module
-    doc); it perturbs as the run in force says."""
-    previous = asyncio.get_event_loop_policy()
-    adopted_policies: list[Any] = []
-
-    def set_event_loop_policy(policy: Any) -> None:
-        if policy is None:
-            policy = _Policy()
-        elif not isinstance(policy, _Policy):
-            original = policy.new_event_loop
-            try:
-                policy.new_event_loop = lambda: adopt(original())
-            except (AttributeError, TypeError):
-                raise CannotPerturb(
-                    f"prove_stable could not perturb the event loop policy the build installs"
-                    f" ({type(policy).__qualname__}: its new_event_loop cannot be wrapped)"
-                ) from None
-            adopted_policies.append(policy)
-        _ORIGINAL_SET_POLICY(policy)
-
-    def runner_init(self: Any, *, debug: bool | None = None, loop_factory: Any = None) -> None:
-        if loop_factory is not None:
-            factory = loop_factory
-            loop_factory = lambda: adopt(factory())  # noqa: E731
-        _ORIGINAL_RUNNER_INIT(self, debug=debug, loop_factory=loop_factory)
-
-    def adopting(original: Callable[..., Any]) -> Callable[..., Any]:
-        def run(self: Any, *args: Any, **kwargs: Any) -> Any:
-            return original(adopt(self), *args, **kwargs)
-
-        return run
-
-    uvloop_class = getattr(sys.modules.get("uvloop"), "Loop", None)
-    _ORIGINAL_SET_POLICY(_Policy())
-    asyncio.set_event_loop_policy = asyncio.events.set_event_loop_policy = set_event_loop_policy
-    asyncio.runners.Runner.__init__ = runner_init  # type: ignore[method-assign]
-    asyncio.BaseEventLoop.run_forever = adopting(_ORIGINAL_RUN_FOREVER)  # type: ignore[method-assign]
-    if uvloop_class is not None:
-        uvloop_class.run_forever = adopting(uvloop_class.run_forever)
-        uvloop_class.run_until_complete = adopting(uvloop_class.run_until_complete)
-    try:
-        yield
-    finally:
-        asyncio.set_event_loop_policy = asyncio.events.set_event_loop_policy = _ORIGINAL_SET_POLICY
-        asyncio.runners.Runner.__init__ = _ORIGINAL_RUNNER_INIT  # type: ignore[method-assign]
-        asyncio.BaseEventLoop.run_forever = _ORIGINAL_RUN_FOREVER  # type: ignore[method-assign]
-        if uvloop_class is not None:
-            for name in ("run_forever", "run_until_complete"):
-                if name in uvloop_class.__dict__:
-                    delattr(uvloop_class, name)
-        for policy in adopted_policies:
-            policy.__dict__.pop("new_event_loop", None)
-        _ORIGINAL_SET_POLICY(previous)

@@ -19,10 +19,10 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 
-from harness.prove.perturb._aio import perturbed_asyncio
 from harness.prove.perturb._channels import HELPER_PROCESS, PIPE, SOCKET
 from harness.prove.perturb._journal import Journal, shown
 from harness.prove.perturb._listing import perturbed_entry_points, perturbed_listing
+from harness.prove.perturb._loops import perturbed_asyncio
 from harness.prove.perturb._plan import (
     ASYNCIO,
     ENTRY_POINTS,

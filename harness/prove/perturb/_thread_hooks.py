@@ -226,12 +226,13 @@ def _anyio_in_place(gate: ThreadGate) -> Iterator[None]:
     ) -> Any:
         label = _label(func, args, {})
         job = gate.queue(Job(gate, label, _journaled(lambda: func(*args), label, gate.run.journal)))
-        loop = asyncio.get_running_loop()
-        loop.call_soon(gate.flush)
+        loop: Any = asyncio.get_running_loop()
         busy: asyncio.Future[None] = loop.create_future()
-        note = getattr(loop, "_harness", None)
-        if note is not None:
-            note().scheduler.executor_job(busy)
+        if hasattr(loop, "_harness"):  # a loop of ours: the task is busy, the burst ends soon
+            loop._harness().scheduler.executor_job(busy)
+            loop._harness_flush_soon(gate.flush)
+        else:
+            loop.call_soon(gate.flush)
         try:
             return await original(functools.partial(gate.execute, job), (), *rest, **options)
         finally:
