@@ -139,6 +139,76 @@ SHAPES: dict[str, tuple[str, str]] = {
         """,
         r"asyncio completion order \(fs, shell, web vs web, shell, fs\)",
     ),
+    "plugin-objects": (
+        """
+        import asyncio
+
+        class Plugin:
+            def __init__(self, name, setup_cost):
+                self.name, self.setup_cost = name, setup_cost
+
+            async def setup(self):
+                await asyncio.sleep(self.setup_cost)
+
+        PLUGINS = [Plugin("fs", 0.03), Plugin("web", 0.0), Plugin("shell", 0.01)]
+
+        async def build():
+            tools = []
+
+            async def register(plugin):
+                await plugin.setup()
+                tools.append(plugin.name)
+
+            await asyncio.gather(*(register(plugin) for plugin in PLUGINS))
+            return request(FIX(tools))
+        """,
+        r"asyncio completion order \(fs, shell, web vs web, shell, fs\)",
+    ),
+    "detached-registrations": (
+        """
+        import asyncio
+
+        LATENCY = {"fs": 0.03, "web": 0.01, "shell": 0.02}
+
+        async def build():
+            tools, pending = [], []
+
+            async def register(name):
+                await asyncio.sleep(LATENCY[name])
+                tools.append(name)
+
+            async def load(name):  # spawns its registration and returns at once
+                pending.append(asyncio.create_task(register(name)))
+
+            await asyncio.gather(*(load(name) for name in LATENCY))
+            await asyncio.gather(*pending)
+            return request(FIX(tools))
+        """,
+        r"asyncio completion order \(.*register\(fs\), register\(shell\), register\(web\)"
+        r" vs .*register\(web\), register\(shell\), register\(fs\)\)",
+    ),
+    "queue-workers": (
+        """
+        import asyncio
+
+        LATENCY = {"fs": 0.03, "web": 0.01, "shell": 0.02}
+
+        async def build():
+            queue, tools = asyncio.Queue(), []
+            for name in LATENCY:
+                queue.put_nowait(name)
+
+            async def worker():
+                while not queue.empty():
+                    name = queue.get_nowait()
+                    await asyncio.sleep(LATENCY[name])
+                    tools.append(name)
+
+            await asyncio.gather(*(worker() for _ in range(3)))
+            return request(FIX(tools))
+        """,
+        r"asyncio completion order",  # three workers of one label: nothing to tell apart
+    ),
 }
 
 

@@ -150,6 +150,69 @@ def test_tools_from_a_local_service_in_another_process(
     )
 
 
+BLOCKING_AGENTS = {
+    # urllib in a pool, each job registering its tool itself: the socket read is the latency
+    "urllib-in-a-pool": """
+        import json
+        import os
+        import threading
+        import urllib.request
+        from concurrent.futures import ThreadPoolExecutor
+
+        def build():
+            tools, lock = [], threading.Lock()
+
+            def load(name):
+                with urllib.request.urlopen(os.environ["TOOL_SERVICE"] + "/" + name) as answer:
+                    found = json.loads(answer.read())["name"]
+                with lock:
+                    tools.append(found)
+
+            with ThreadPoolExecutor(max_workers=3) as pool:
+                list(pool.map(load, ["fs", "web", "shell"]))
+            return request(FIX(tools))
+    """,
+    # subprocess.run in threads the program starts
+    "subprocess-in-threads": f"""
+        import json
+        import os
+        import subprocess
+        import threading
+
+        HERE = os.path.dirname(os.path.abspath(__file__))
+
+        def build():
+            tools = []
+
+            def load(name):
+                helper = os.path.join(HERE, "helper.py")
+                out = subprocess.run([{PYTHON!r}, helper, name], capture_output=True, text=True)
+                tools.append(json.loads(out.stdout)["name"])
+
+            threads = [threading.Thread(target=load, args=(n,)) for n in ("fs", "web", "shell")]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            return request(FIX(tools))
+    """,
+}
+
+
+@pytest.mark.parametrize("fixed", [False, True], ids=["racy", "fixed"])
+@pytest.mark.parametrize("shape", sorted(BLOCKING_AGENTS))
+def test_blocking_reads_in_threads(pytester: pytest.Pytester, shape: str, fixed: bool) -> None:
+    pytester.makepyfile(service=SERVICE, helper=HELPER)
+    pytester.makeconftest(SERVICE_CONFTEST)
+    make_agent(pytester, BLOCKING_AGENTS[shape], fixed=fixed)
+    result = prove(pytester, 5)
+    if fixed:
+        result.assert_outcomes(passed=1)
+        return
+    result.assert_outcomes(failed=1)
+    assert cause_of(result) == "thread completion order (fs, web, shell vs shell, web, fs)"
+
+
 MCP_SERVER = """
 import sys
 

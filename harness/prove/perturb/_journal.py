@@ -51,11 +51,14 @@ class Journal:
 
 
 def label_of_call(name: str, argnames: Sequence[str], values: Mapping[str, Any]) -> str:
-    """`name(first argument)` when the first argument is a short plain value, else `name`."""
+    """`name(first argument)` when the first argument is a short plain value, or an object with
+    a short `name` (a plugin, a server's parameters), else `name`."""
     for argname in argnames:
         if argname in ("self", "cls"):
             continue
         value = values.get(argname)
+        if not isinstance(value, str | int | float):
+            value = getattr(value, "name", None)
         if isinstance(value, str | int | float) and not isinstance(value, bool):
             text = value if isinstance(value, str) else repr(value)
             if len(text) <= _MAX_LABEL:

@@ -268,7 +268,8 @@ class Scheduler:
         for entry in held:
             rank = entry.info.rank
             best = runnable if entry.progress else busy
-            if id(entry) not in waiting or best.get(id(entry.info.parent), rank) >= rank:
+            cohort = id(_living_parent(entry.info))
+            if id(entry) not in waiting or best.get(cohort, rank) >= rank:
                 release.append(entry)
             else:
                 kept.append(entry)
@@ -312,7 +313,7 @@ def _best(infos: set[TaskInfo]) -> dict[int, tuple[Any, ...]]:
     for info in infos:
         if not info.gated or info.done or _polling(info):
             continue
-        key = id(info.parent)
+        key = id(_living_parent(info))
         if key not in best or info.rank < best[key]:
             best[key] = info.rank
     return best
@@ -352,6 +353,16 @@ def _not_started(coro: Any) -> bool:
         return inspect.getcoroutinestate(coro) == inspect.CORO_CREATED
     except (AttributeError, TypeError):  # a compiled coroutine (uvloop's): not the program's
         return False
+
+
+def _living_parent(info: TaskInfo) -> TaskInfo | None:
+    """The task's siblings are its parent's children; once the parent has finished, its
+    grandparent's (a loader that spawned its registration and returned: the registrations of
+    all loaders are siblings then)."""
+    parent = info.parent
+    while parent is not None and parent.done:
+        parent = parent.parent
+    return parent
 
 
 def _polling(info: TaskInfo) -> bool:

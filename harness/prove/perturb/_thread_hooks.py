@@ -5,7 +5,8 @@ alone); `shutdown` starts what is queued first; a `Future`'s `result`, `exceptio
 `concurrent.futures.wait` and `as_completed` (through `_create_and_install_waiters`), and
 `Thread.join` start the queued burst before they wait; anyio's `to_thread.run_sync` makes its
 job wait in its worker for its turn; `Thread.start` of a thread running the program's own code
-makes it a job; `time.sleep` in a job is a latency the gate orders; `Condition.wait` (events,
+makes it a job; `time.sleep`, a socket's `recv` and a helper process's `communicate` or `wait`
+in a job are latencies the gate orders; `Condition.wait` (events,
 queues, barriers, futures) in a job marks it as waiting for the program. A timed wait the
 program makes (`Future.result(timeout=...)`, `wait(timeout=...)`, `Barrier(timeout=...)`,
 `Queue.get(timeout=...)`) is a deadline: no hold lasts past the middle of its window.
@@ -18,6 +19,9 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
+import socket
+import ssl
+import subprocess
 import sys
 import threading
 import time
@@ -103,16 +107,46 @@ def _called_by_program() -> bool:
     return False
 
 
+def _latency(original: Callable[..., Any]) -> Callable[..., Any]:
+    """`original`, a blocking call that waits for the world: in a job, a latency (see
+    `ThreadGate.waited`)."""
+
+    def waits(*args: Any, **kwargs: Any) -> Any:
+        job = CURRENT_JOB.job
+        if job is None or job.state is not State.RUNNING:
+            return original(*args, **kwargs)  # not a job, or inside another latency
+        return job.gate.waited(job, lambda: original(*args, **kwargs))
+
+    return waits
+
+
+# Blocking reads in a job: sockets (so `http.client`, `requests`, httpx's sync client, TLS) and
+# helper processes (`subprocess.run` waits through `communicate` and `wait`).
+_LATENCIES: list[tuple[Any, str, Any]] = [
+    (owner, name, _latency(getattr(owner, name)))
+    for owner, names in (
+        (socket.socket, ("recv", "recv_into", "recvfrom", "recvfrom_into")),
+        (ssl.SSLSocket, ("recv", "recv_into", "read")),
+        (subprocess.Popen, ("communicate", "wait")),
+    )
+    for name in names
+]
+_MISSING = object()
+
+
 @contextmanager
 def _patched(patches: list[tuple[Any, str, Any]]) -> Iterator[None]:
-    saved = [(owner, name, owner.__dict__[name]) for owner, name, _ in patches]
+    saved = [(owner, name, owner.__dict__.get(name, _MISSING)) for owner, name, _ in patches]
     try:
         for owner, name, value in patches:
             setattr(owner, name, value)
         yield
     finally:
         for owner, name, value in saved:
-            setattr(owner, name, value)
+            if value is _MISSING:
+                delattr(owner, name)  # it was inherited (from `_socket.socket`)
+            else:
+                setattr(owner, name, value)
 
 
 @contextmanager
@@ -168,7 +202,7 @@ def perturbed_threads(run: RunState) -> Iterator[ThreadGate]:
         if job is None or job.state is not State.RUNNING:
             _ORIGINAL_SLEEP(seconds)
             return
-        job.gate.slept(job, functools.partial(_ORIGINAL_SLEEP, seconds))
+        job.gate.waited(job, functools.partial(_ORIGINAL_SLEEP, seconds), sleep=True)
 
     def wait(self: threading.Condition, timeout: float | None = None) -> bool:
         job = CURRENT_JOB.job
@@ -200,7 +234,7 @@ def perturbed_threads(run: RunState) -> Iterator[ThreadGate]:
     with ExitStack() as stack:
         stack.enter_context(_patched(patches))
         if gate.holds:
-            stack.enter_context(_patched([(time, "sleep", sleep)]))
+            stack.enter_context(_patched([(time, "sleep", sleep), *_LATENCIES]))
             stack.enter_context(_anyio_in_place(gate))
             run.flush_threads = gate.flush
         try:

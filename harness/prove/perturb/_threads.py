@@ -8,8 +8,9 @@ at once as the pool allows, with three gates that make them *finish* in that ord
 
 - **start**: a job starts once every job before it has started and is blocked (asleep, waiting
   on a lock, an event, a queue, a barrier) or has run for a few milliseconds;
-- **wake**: a job's `time.sleep` (a stand-in for latency) returns once every job before it is
-  done or waiting for the program;
+- **wake**: a job's latency (`time.sleep`, a blocking read from a socket, `requests` or
+  `http.client` included, a helper process's `communicate` or `wait`) ends once every job before
+  it is done or waiting for the program;
 - **publish**: a pool job's result reaches its future once every job before it has published.
 
 So a pool's concurrency is kept (eight 40 ms jobs still take about 40 ms, a barrier's parties
@@ -216,14 +217,19 @@ class ThreadGate:
         finally:
             CURRENT_JOB.job = None
 
-    def slept(self, job: Job, sleep: Callable[[], None]) -> None:
-        """`time.sleep` in a job: a latency; waking waits for the jobs before it."""
-        with self._cond:
-            job.sleeps += 1
+    def waited(self, job: Job, call: Callable[[], Any], *, sleep: bool = False) -> Any:
+        """A latency in a job (`time.sleep`, a blocking read from a socket or a process): it
+        keeps the job busy; waking waits for the jobs before it. Sleeps are counted, as a job
+        that keeps sleeping is polling."""
+        if sleep:
+            with self._cond:
+                job.sleeps += 1
         self._set(job, State.SLEEPING)
-        sleep()
-        self._wait(job, lambda: self._clear(job, _HOLD_WAKE))
-        self._set(job, State.RUNNING)
+        try:
+            return call()
+        finally:
+            self._wait(job, lambda: self._clear(job, _HOLD_WAKE))
+            self._set(job, State.RUNNING)
 
     def parked(self, job: Job, parked: bool) -> None:
         """A job waits for the program (or is back from waiting)."""
