@@ -29,9 +29,9 @@ order in which jobs finished. The hooks that route jobs here live in `_thread_ho
 
 from __future__ import annotations
 
-import functools
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from concurrent import futures
 from dataclasses import dataclass, field
@@ -79,6 +79,19 @@ class Job:
     rank: int = 0
     ran_since: float = 0.0
     sleeps: int = 0
+    line: _Line | None = None  # a pool job: the line its dispatchers take it from
+    escalated: bool = False  # it blocked, and another dispatcher took the next job
+
+
+@dataclass(eq=False)
+class _Line:
+    """The pool jobs of one burst for one executor, taken in order by dispatchers: a dispatcher
+    runs them one after another, and another one starts when the job it runs blocks (sleeps,
+    waits for the program or for a gate) or runs longer than `START_GUARD_S`. So trivial jobs
+    run back to back in one worker, and jobs that wait overlap as the pool allows."""
+
+    executor: futures.ThreadPoolExecutor
+    jobs: deque[Job] = field(default_factory=deque)
 
 
 class _Local(threading.local):
@@ -99,6 +112,7 @@ class ThreadGate:
     _last_submit: float = 0.0
     _watcher: threading.Thread | None = None
     _closed: bool = False
+    _lines: list[_Line] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.run.pressure.listen(self._changed)
@@ -126,19 +140,40 @@ class ThreadGate:
         return job
 
     def _watch(self) -> None:
-        """Start a burst nobody waited for once submissions have stopped for `GRACE_S` (one
-        thread for the run: a timer per burst would cost a thread start per job)."""
+        """Start a burst nobody waited for once submissions have stopped for `GRACE_S`, and
+        another dispatcher when a job has run past the guard (one thread for the run: a timer
+        per burst would cost a thread start per job)."""
         while True:
             with self._cond:
-                while not self._closed and not self._queued:
+                self._lines = [line for line in self._lines if line.jobs]
+                while not self._closed and not self._queued and not self._lines:
                     _ORIGINAL_COND_WAIT(self._cond)
                 if self._closed:
                     return
+                stuck = self._running_long()
                 quiet = time.monotonic() - self._last_submit
-                if quiet < GRACE_S:
-                    _ORIGINAL_COND_WAIT(self._cond, GRACE_S - quiet)
+                due = bool(self._queued) and quiet >= GRACE_S
+                if not stuck and not due:
+                    wait = GRACE_S - quiet if self._queued else START_GUARD_S
+                    if self._lines:
+                        wait = min(wait, START_GUARD_S)
+                    _ORIGINAL_COND_WAIT(self._cond, wait)
                     continue
-            self.flush()
+            for job in stuck:
+                self._escalate(job)
+            if due:
+                self.flush()
+
+    def _running_long(self) -> list[Job]:
+        """Dispatched jobs that have run past the guard while their line still has jobs."""
+        now = time.monotonic()
+        found = []
+        for line in self._lines:
+            for job in line.jobs[0].burst or [] if line.jobs else []:
+                long = job.state is State.RUNNING and now - job.ran_since >= START_GUARD_S
+                if job.line is line and long and not job.escalated:
+                    found.append(job)
+        return found
 
     def close(self) -> None:
         """Flush what is left; the grace watcher ends."""
@@ -154,36 +189,58 @@ class ThreadGate:
             if not jobs:
                 return
             burst = self.run.plan.arrange(THREADS, jobs)
+            lines: dict[int, _Line] = {}
             for rank, job in enumerate(burst):
                 job.burst, job.rank = burst, rank
                 if job.executor is not None:
                     job.state = State.SUBMITTED
+                    job.line = lines.setdefault(id(job.executor), _Line(job.executor))
+                    job.line.jobs.append(job)
+            self._lines += lines.values()
             self._cond.notify_all()
-        for job in burst:  # through the pool, in order: its workers take them first come
-            if job.executor is None:
-                continue
-            try:
-                inner = self.submit_to(job.executor, self.execute, job)
-            except BaseException as error:  # the pool was shut down meanwhile
-                if job.outer is not None and job.outer.set_running_or_notify_cancel():
-                    job.outer.set_exception(error)
-                self._set(job, State.PUBLISHED)
-            else:
-                inner.add_done_callback(functools.partial(self._dropped, job))
+        for line in lines.values():
+            self._dispatcher(line)
 
-    def _dropped(self, job: Job, inner: futures.Future[Any]) -> None:
-        """`shutdown(cancel_futures=True)` dropped the job before a worker took it."""
-        if inner.cancelled():
-            if job.outer is not None:
-                job.outer.cancel()
-            self._set(job, State.PUBLISHED)
+    def _dispatcher(self, line: _Line) -> None:
+        """One more dispatcher for `line`: in its pool, or in a thread of ours once the pool is
+        shut down (a job waiting for a later one must not wait forever)."""
+        try:
+            self.submit_to(line.executor, self._dispatch, line)
+        except RuntimeError:
+            threading.Thread(
+                target=self._dispatch, args=(line,), name="harness-thread-order", daemon=True
+            ).start()
+
+    def _dispatch(self, line: _Line) -> None:
+        while True:
+            with self._cond:
+                if not line.jobs:
+                    return
+                job = line.jobs.popleft()
+            self.execute(job)
+
+    def _escalate(self, job: Job) -> None:
+        """`job` blocks: another dispatcher takes the next job of its line."""
+        line = job.line
+        with self._cond:
+            if line is None or job.escalated or not line.jobs:
+                return
+            job.escalated = True
+        self._dispatcher(line)
 
     def cancel(self, executor: futures.ThreadPoolExecutor) -> None:
-        """`shutdown(cancel_futures=True)`: the executor's queued jobs never run."""
+        """`shutdown(cancel_futures=True)`: the executor's jobs not yet started never run."""
         with self._cond:
-            for job in self._queued:
-                if job.executor is executor and job.outer is not None:
+            dropped = [job for job in self._queued if job.executor is executor]
+            for line in self._lines:
+                if line.executor is executor:
+                    dropped += line.jobs
+                    line.jobs.clear()
+            for job in dropped:
+                if job.outer is not None:
                     job.outer.cancel()
+                job.state = State.PUBLISHED
+            self._cond.notify_all()
 
     # -- a job's life, in the thread that runs it -----------------------------------------------
 
@@ -193,7 +250,10 @@ class ThreadGate:
         CURRENT_JOB.job = job
         try:
             self._set(job, State.WAITING)
-            self._wait(job, lambda: job.burst is not None and self._clear(job, _HOLD_START, True))
+            if job.line is None:  # a pool job's dispatcher took it in turn already
+                self._wait(
+                    job, lambda: job.burst is not None and self._clear(job, _HOLD_START, True)
+                )
             if job.outer is not None and not job.outer.set_running_or_notify_cancel():
                 self._set(job, State.PUBLISHED)
                 return None
@@ -225,6 +285,7 @@ class ThreadGate:
             with self._cond:
                 job.sleeps += 1
         self._set(job, State.SLEEPING)
+        self._escalate(job)
         try:
             return call()
         finally:
@@ -235,6 +296,11 @@ class ThreadGate:
         """A job waits for the program (or is back from waiting)."""
         if job.state in (State.RUNNING, State.PARKED):
             self._set(job, State.PARKED if parked else State.RUNNING)
+            if parked:
+                self._escalate(job)
+
+    def _may_start(self, job: Job) -> bool:
+        return job.burst is not None and self._clear(job, _HOLD_START, starting=True)
 
     def _set(self, job: Job, state: State) -> None:
         with self._cond:
@@ -261,6 +327,10 @@ class ThreadGate:
         return True
 
     def _wait(self, job: Job, ready: Callable[[], bool]) -> None:
+        with self._cond:
+            if ready():
+                return
+        self._escalate(job)
         with self._cond:
             while not ready():
                 left = self.run.hold_until() - time.monotonic()
