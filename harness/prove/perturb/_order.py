@@ -18,9 +18,10 @@ A sibling that waits for the program instead (an `Event`, a queue, a lock) is no
 nothing back, so a producer and a consumer, or tasks that wait for each other, still meet. A
 sibling that keeps waking without news from outside (a poll: `while not ready: await
 asyncio.sleep(0)`) stops holding the others after a bounded number of wake-ups, so what it polls
-for can happen. Cancellation is never held. After a sibling finishes, the next waits two
-passes, so what its end wakes (the parent in `asyncio.wait(..., FIRST_COMPLETED)`) runs first;
-a pass runs parents before their children.
+for can happen. Cancellation is never held. A sibling's end schedules callbacks (its waiters'),
+and no wake-up overtakes a callback, so what its end wakes (the parent in `asyncio.wait(...,
+FIRST_COMPLETED)`) is held by the next pass too, which runs parents before their children: the
+parent sees one sibling done at a time.
 
 Ranks are per parent: by label (the coroutine's name and first argument) and how many siblings
 of that label came before, not creation order, which can itself be arbitrary (a set of
@@ -49,7 +50,6 @@ __all__ = ["Held", "Scheduler", "TaskInfo"]
 
 SPIN_STEPS: Final = 64  # wake-ups without news from outside before a sibling counts as polling
 SPIN_TIMERS: Final = 8  # the same, for wake-ups by a timer (a poll with a sleep)
-SETTLE_PASSES: Final = 1  # passes after a sibling finishes before the next goes
 
 
 class TaskInfo:
@@ -122,7 +122,6 @@ class Scheduler:
     timers: list[_Timer] = field(default_factory=list)
     futures: list[tuple[asyncio.Future[Any], TaskInfo | None]] = field(default_factory=list)
     passes: int = 0
-    settle_until: int = 0
     poke: Callable[[], None] = lambda: None  # ask the loop for a pass (something changed)
     _seen: dict[tuple[int, str], int] = field(default_factory=dict)
     next_seq: int = 0  # the number of the next wake-up held
@@ -177,7 +176,6 @@ class Scheduler:
         info.done = True
         info.task = None
         if info.gated:
-            self.settle_until = self.passes + SETTLE_PASSES
             self.poke()
         if info.journaled and self.run is not None:
             self.run.journal.finished(ASYNCIO, info.label, info.kinds)
@@ -241,7 +239,7 @@ class Scheduler:
 
     def take(self, mark: int) -> tuple[list[Held], float, bool]:
         """The held wake-ups to run now, in order; when to look again at the latest; and whether
-        to look again at the next iteration (the rest wait for a sibling that has settled).
+        to look again at the next iteration (some were held too late for this pass).
 
         Only wake-ups held before the loop scheduled its `mark`-th callback are considered: the
         pass was scheduled then, so every callback scheduled before them has run (asyncio runs
@@ -260,9 +258,6 @@ class Scheduler:
         }
         if not waiting or now >= until:
             return _in_order(held), math.inf, bool(later)
-        if self.passes < self.settle_until:
-            self.held = [entry for entry in held if id(entry) in waiting] + later
-            return _in_order([e for e in held if id(e) not in waiting]), until, True
         busy, runnable, settles = self._best_busy(now, held + later)
         release, kept = [], []
         for entry in held:

@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent import futures
 from concurrent.futures import _base
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
@@ -231,12 +231,10 @@ def perturbed_threads(run: RunState) -> Iterator[ThreadGate]:
         (threading.Thread, "join", flushing(_ORIGINAL_JOIN)),
         (threading.Condition, "wait", wait),
     ]
-    with ExitStack() as stack:
-        stack.enter_context(_patched(patches))
-        if gate.holds:
-            stack.enter_context(_patched([(time, "sleep", sleep), *_LATENCIES]))
-            stack.enter_context(_anyio_in_place(gate))
-            run.flush_threads = gate.flush
+    if gate.holds:
+        patches += [(time, "sleep", sleep), *_LATENCIES, *_anyio_in_place(gate)]
+        run.flush_threads = gate.flush
+    with _patched(patches):
         try:
             yield gate
         finally:
@@ -244,16 +242,14 @@ def perturbed_threads(run: RunState) -> Iterator[ThreadGate]:
             gate.close()  # what the build queued and never waited for still runs, unwaited
 
 
-@contextmanager
-def _anyio_in_place(gate: ThreadGate) -> Iterator[None]:
+def _anyio_in_place(gate: ThreadGate) -> list[tuple[Any, str, Any]]:
     """anyio's `to_thread.run_sync` (asyncio backend): its job waits in its worker for its turn,
     and the task awaiting it is busy meanwhile."""
     backend = sys.modules.get("anyio._backends._asyncio")
     kind = getattr(backend, "AsyncIOBackend", None)
     original = getattr(kind, "run_sync_in_worker_thread", None)
     if kind is None or original is None:
-        yield
-        return
+        return []
 
     async def run_sync_in_worker_thread(
         cls: Any, func: Callable[..., Any], args: tuple[Any, ...], *rest: Any, **options: Any
@@ -272,5 +268,4 @@ def _anyio_in_place(gate: ThreadGate) -> Iterator[None]:
         finally:
             busy.set_result(None)
 
-    with _patched([(kind, "run_sync_in_worker_thread", classmethod(run_sync_in_worker_thread))]):
-        yield
+    return [(kind, "run_sync_in_worker_thread", classmethod(run_sync_in_worker_thread))]
