@@ -2,8 +2,10 @@
 
 `prove_stable(build)` runs `build` (a plain function or an `async def`, taking no argument) N
 times under seeded perturbations of the program's own sources of order (`harness.prove.perturb`):
-asyncio scheduling (which ready task runs first, which sleep finishes first), thread pool
-completion, folder listings and entry points. `prove_stable(build, units)` also hands `build`
+the order in which its asyncio tasks finish whatever their latencies (sleeps, threads, helper
+processes, sockets), the order of thread jobs and threads, folder listings and entry points. A
+perturbed run holds work back for at most twice the natural run's time, which is measured here.
+`prove_stable(build, units)` also hands `build`
 the units (tool functions, plugin objects, MCP server names) in N orders. Run 1 is natural, run 2
 reversed, run 3 forward, the rest seeded random, so a race between two loaders through any
 source is caught at the default count for every seed. A failure names its cause first
