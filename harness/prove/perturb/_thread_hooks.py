@@ -6,8 +6,8 @@ alone); `shutdown` starts what is queued first; a `Future`'s `result`, `exceptio
 `Thread.join` start the queued burst before they wait; anyio's `to_thread.run_sync` makes its
 job wait in its worker for its turn; `Thread.start` of a thread running the program's own code
 makes it a job; `time.sleep`, a socket's `recv` and a helper process's `communicate` or `wait`
-in a job are latencies the gate orders; `Condition.wait` (events,
-queues, barriers, futures) in a job marks it as waiting for the program. A timed wait the
+in a job are latencies the gate orders; `Condition.wait` (events, queues, barriers, futures) in
+a job marks it as waiting for the program. A timed wait the
 program makes (`Future.result(timeout=...)`, `wait(timeout=...)`, `Barrier(timeout=...)`,
 `Queue.get(timeout=...)`) is a deadline: no hold lasts past the middle of its window.
 
@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
+import queue
 import socket
 import ssl
 import subprocess
@@ -55,7 +56,7 @@ _ORIGINAL_COND_WAIT = threading.Condition.wait
 _WAITING_MACHINERY = (
     *(os.path.normcase(os.path.dirname(m.__file__ or "")) + os.sep for m in (futures, asyncio)),
     os.path.normcase(threading.__file__ or ""),
-    os.path.normcase(sys.modules["queue"].__file__ or ""),
+    os.path.normcase(queue.__file__ or ""),
 )
 
 
