@@ -189,9 +189,15 @@ def run(plan: Plan, root: Path, command: str) -> Figures:
         shuffle_fixture.scenario, plan.overhead_permutations, plan.overhead_rounds
     )
     shaken = None
+    shaken_rows: list[perturbation.PerturbationFigure] = []
     if plan.perturbation_rounds:
         _say(f"the perturbation's cost: {plan.perturbation_rounds} rounds of an agent's start-up")
         shaken = perturbation.measure(plan.perturbation_plugins, plan.perturbation_rounds)
+        rounds = max(plan.perturbation_rounds // 3, 1)
+        _say(f"  {rounds} rounds of a start-up through helper processes")
+        shaken_rows.append(perturbation.measure_subprocesses(plan.perturbation_plugins, rounds))
+        _say(f"  {rounds} rounds of each correct program with deadlines")
+        shaken_rows += perturbation.measure_correct(rounds)
     started = None
     if plan.startup_pairs:
         _say(f"pytest startup: {plan.startup_pairs} pairs of runs")
@@ -209,6 +215,7 @@ def run(plan: Plan, root: Path, command: str) -> Figures:
         overhead=cost,
         startup=started,
         perturbation=shaken,
+        perturbation_rows=shaken_rows,
     )
 
 

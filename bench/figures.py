@@ -22,7 +22,8 @@ FLOOR_GOAL = 10.0  # the large replay + check within this many times the floor's
 GROWTH_GOAL = 1.2  # per-step time, large transcript over the one ten times smaller, at most
 OVERHEAD_GOAL_MS = 0.3  # prove_stable's own time per permutation, 200-tool request
 STARTUP_GOAL_MS = 20.0  # added to a pytest run of 0 tests
-PERTURBATION_GOAL = 1.2  # perturbed over natural time of an agent's start-up, at most
+PERTURBATION_GOAL = 1.5  # a perturbed run of an agent's start-up over its natural run, at most
+CORRECT_GOAL = 3.0  # a perturbed run of a correct program with deadlines over its natural run
 SHUFFLE_GOAL_S = 2.0  # 100 permutations of 50 plugins in under this
 
 
@@ -76,7 +77,9 @@ class Figures:
     shuffles: list[ShuffleFigure]
     overhead: OverheadFigure | None
     startup: StartupFigure | None
-    perturbation: PerturbationFigure | None = None
+    perturbation: PerturbationFigure | None = None  # the in-process start-up
+    # the start-up through helper processes, then correct programs with deadlines
+    perturbation_rows: list[PerturbationFigure] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     def at(self, steps: int) -> SizeFigure | None:
@@ -137,15 +140,27 @@ def goals(figures: Figures) -> list[Goal]:
                 f"{overhead.overhead_ms_per_permutation:,.2f} ms",
             )
         )
-    if figures.perturbation is not None:
-        perturbation = figures.perturbation
+    starts = [figures.perturbation] if figures.perturbation is not None else []
+    starts += [row for row in figures.perturbation_rows if row.plugins]
+    for start in starts:
         found.append(
             Goal(
-                f"perturbing an agent's start-up ({perturbation.plugins} plugins) adds at most"
-                f" {PERTURBATION_GOAL - 1:.0%} to its own time",
-                perturbation.ratio <= PERTURBATION_GOAL,
-                f"{perturbation.overhead:+.0%} ({perturbation.natural_ms:,.1f} ms natural,"
-                f" {perturbation.perturbed_ms:,.1f} ms perturbed)",
+                f"a perturbed run of an agent's {start.what} ({start.plugins} plugins) costs at"
+                f" most {_x(PERTURBATION_GOAL)} its natural run",
+                start.ratio <= PERTURBATION_GOAL,
+                f"{_x(start.ratio)} ({start.natural_ms:,.1f} ms natural, {start.perturbed_ms:,.1f}"
+                f" ms perturbed; the slowest kind of run {_x(start.worst_ratio)})",
+            )
+        )
+    correct = [row for row in figures.perturbation_rows if not row.plugins]
+    if correct:
+        worst = max(correct, key=lambda row: row.worst_ratio)
+        found.append(
+            Goal(
+                f"every kind of perturbed run of a correct program with deadlines costs at most"
+                f" {_x(CORRECT_GOAL)} its natural run",
+                all(row.worst_ratio <= CORRECT_GOAL for row in correct),
+                f"at most {_x(worst.worst_ratio)} ({worst.what})",
             )
         )
     if figures.startup is not None:
@@ -228,6 +243,7 @@ def to_json(figures: Figures) -> dict[str, Any]:
         "prove_stable": None if overhead is None else overhead.__dict__,
         "pytest_startup": None if startup is None else startup.__dict__,
         "perturbation": None if perturbation is None else perturbation.__dict__,
+        "perturbation_rows": [row.__dict__ for row in figures.perturbation_rows],
         "goals": [goal.__dict__ for goal in goals(figures)],
         "machine": figures.machine.__dict__,
         "command": figures.command,

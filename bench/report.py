@@ -209,9 +209,20 @@ def other_rows(figures: Figures) -> list[list[str]]:
                 "perturbation",
                 f"an agent's start-up: {shaken.plugins} plugins through asyncio and to_thread,"
                 " a thread pool, a folder listing, an entry-point group",
-                f"perturbed {shaken.perturbed_ms:,.1f} ms",
+                f"perturbed {shaken.perturbed_ms:,.1f} ms (slowest kind {shaken.worst_ms:,.1f} ms)",
                 f"natural {shaken.natural_ms:,.1f} ms",
                 f"{_x(shaken.ratio)} ({shaken.overhead:+.0%})",
+            ]
+        )
+    for row in figures.perturbation_rows:
+        size = f"an agent's {row.what}: {row.plugins} plugins" if row.plugins else row.what
+        table.append(
+            [
+                "perturbation" if row.plugins else "perturbation, a correct program",
+                size,
+                f"perturbed {row.perturbed_ms:,.1f} ms (slowest kind {row.worst_ms:,.1f} ms)",
+                f"natural {row.natural_ms:,.1f} ms",
+                f"{_x(row.ratio)} (slowest {_x(row.worst_ratio)})",
             ]
         )
     if figures.startup is not None:

@@ -46,6 +46,7 @@ _EXPORTS = {
     "UnsafeName": "harness._errors",
     "SecretLeak": "harness._errors",
     "HashSeedError": "harness._errors",
+    "CannotPerturb": "harness._errors",
     "Drift": "harness._errors",
     "SecretWarning": "harness._files",
 }

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 __all__ = [
     "EXIT_DRIFT",
     "EXIT_USAGE",
+    "CannotPerturb",
     "CaptureError",
     "CassetteMismatch",
     "CassetteMissing",
@@ -155,6 +156,11 @@ class CassetteMismatch(CaptureError):
 
 class CassetteSecretLeak(CaptureError, SecretLeak):
     """A capture session refused to write a cassette holding something key-shaped."""
+
+
+class CannotPerturb(HarnessError, RuntimeError):
+    """A proof could not perturb a source of order the build uses (an event loop whose class
+    cannot take the proof's scheduling): failing says so, where passing would prove nothing."""
 
 
 class HashSeedError(HarnessError, RuntimeError):

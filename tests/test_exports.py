@@ -19,6 +19,7 @@ import harness
 FACES: dict[str, list[str]] = {
     "harness": [
         "CacheView",
+        "CannotPerturb",
         "Drift",
         "FixtureError",
         "HarnessError",

@@ -2,8 +2,10 @@
 
 `prove_stable(build)` runs `build` (a plain function or an `async def`, taking no argument) N
 times under seeded perturbations of the program's own sources of order (`harness.prove.perturb`):
-asyncio scheduling (which ready task runs first, which sleep finishes first), thread pool
-completion, folder listings and entry points. `prove_stable(build, units)` also hands `build`
+the order in which its asyncio tasks finish whatever their latencies (sleeps, threads, helper
+processes, sockets), the order of thread jobs and threads, folder listings and entry points. A
+perturbed run holds work back for at most twice the natural run's time, which is measured here.
+`prove_stable(build, units)` also hands `build`
 the units (tool functions, plugin objects, MCP server names) in N orders. Run 1 is natural, run 2
 reversed, run 3 forward, the rest seeded random, so a race between two loaders through any
 source is caught at the default count for every seed. A failure names its cause first
@@ -26,6 +28,7 @@ numbers, or module-level objects).
 from __future__ import annotations
 
 import random
+import time
 import warnings
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -56,6 +59,7 @@ from harness.prove.perturb._plan import (
     RunPlan,
     plans,
 )
+from harness.prove.perturb._run import DEFAULT_BUDGET_S, budget_after
 
 if TYPE_CHECKING:
     from harness.capture._proof import ProofRun
@@ -139,6 +143,7 @@ class _Proof(Generic[U]):
     proof: ProofRun | None
     captured: Callable[[], list[CacheView]] | None
     notes: list[str]
+    budget_s: float = DEFAULT_BUDGET_S  # set from the natural run's time
 
     def order_of(self, plan: RunPlan) -> list[U]:
         if plan.mode_of(UNITS) is Mode.BACKWARD:
@@ -148,14 +153,23 @@ class _Proof(Generic[U]):
     def run(self, plan: RunPlan) -> tuple[list[Observed], Journal]:
         order = self.order_of(plan)
         args = () if self.units is None else (list(order),)
+        started = time.monotonic()
         try:
             if self.proof is None:
-                with perturbed(plan) as journal:
+                with perturbed(plan, self.budget_s) as journal:
                     result = call_build(self.function, *args)
-                return observed_of(result, None, self.captured, self.notes), journal
-            with self.proof.build(plan.index) as sent, perturbed(plan) as journal:
-                result = call_build(self.function, *args)
-            return observed_of(result, list(sent), self.captured, self.notes), journal
+                sent = None
+            else:
+                with (
+                    self.proof.build(plan.index) as sent,
+                    perturbed(plan, self.budget_s) as journal,
+                ):
+                    result = call_build(self.function, *args)
+            if plan.mode is Mode.NATURAL and not plan.overrides:
+                self.budget_s = budget_after(time.monotonic() - started)
+            return observed_of(
+                result, None if sent is None else list(sent), self.captured, self.notes
+            ), journal
         except Exception as error:
             shown = f": {', '.join(unit_name(u) for u in order)}" if self.units else ""
             error.add_note(

@@ -82,6 +82,8 @@ def test_every_contender_runs_on_every_transcript(figures) -> None:  # type: ign
     assert figures.startup is not None and figures.startup.pairs == 1
     assert figures.perturbation is not None and figures.perturbation.plugins == 4
     assert figures.perturbation.natural_ms > 0 and figures.perturbation.perturbed_ms > 0
+    assert [row.plugins for row in figures.perturbation_rows][:1] == [4]  # through processes
+    assert all(row.natural_ms > 0 and row.worst_ms > 0 for row in figures.perturbation_rows)
 
 
 @pytest.mark.slow

@@ -128,8 +128,10 @@ def test_trip_agent_before_the_fix_fails_with_a_report_on_the_tools(
     report = caught.value.report
     assert report is not None
     assert (report.block, report.verdict, report.kind) == ("tools", "tools_changed", "reorder")
-    assert report.pointer == "/tools/0/name" and report.offset > 0
-    assert report.tool == report.tools_b[0] != report.tools_a[0]  # the first tool out of place
+    pairs = zip(report.tools_a, report.tools_b, strict=True)
+    moved = next(i for i, (a, b) in enumerate(pairs) if a != b)
+    assert report.pointer == f"/tools/{moved}/name" and report.offset > 0
+    assert report.tool == report.tools_b[moved] != report.tools_a[moved]  # first out of place
     assert report.prefix_bytes_lost > 1000
     text = str(caught.value)
     assert f'first out of place: "{report.tool}"' in text

@@ -226,7 +226,9 @@ def test_racy(registration_shuffle):
     registration_shuffle.assert_stable(racy, ["a", {FORGED!r}])
 """
     )
-    result = inner_pytest(pytester, "-p", "no:randomly")
+    # A fixed seed: the build alternates its answer with every call, so an unlucky seed whose
+    # orders alternate in step with it (about 1 in 30) sends the same bytes every run.
+    result = inner_pytest(pytester, "-p", "no:randomly", "--harness-seed=1")
     result.assert_outcomes(failed=1)
     out = result.stdout.str()
     commands = commands_run(out)

@@ -1,63 +1,46 @@
-"""asyncio scheduling: which ready task runs first, and which pending timer fires first.
+"""asyncio scheduling: an event loop of ours holds back task wake-ups and releases them in the
+run's order (`_order` decides which go next). `_loops` makes every loop the build runs ours, by
+mixing `Perturbing` into its class; a loop that outlives the run it was made in follows the run
+in force.
 
-During a run, the event loop policy hands out a loop of ours (`asyncio.run`, `asyncio.Runner`,
-`new_event_loop` and anyio's asyncio backend all ask the policy). The loop perturbs two things,
-as the run in force says (a loop that outlives the run it was made in follows the next run):
+**What is held.** A task's wake-up (`Task.__step`, `Task.__wakeup`: its first step, a sleep
+ending, a future it awaited being set, an answer read from a pipe or a socket) is held when it
+is scheduled; a pass of ours, scheduled in the same iteration, runs the ones `_order` releases,
+in its order. Callbacks that are not task steps keep asyncio's FIFO order: transports and
+protocols rely on it.
 
-- **Ready tasks.** A task's step (`Task.__step`, `Task.__wakeup`) is held back when it is
-  scheduled, and at the start of the next loop iteration the held steps join the ready queue
-  sorted by the task's rank: by its label, the coroutine's name and first argument (`forward`),
-  the reverse, or a seeded random key drawn for that label. Labels, not creation order, so a run
-  is the same whatever order the program created its tasks in. Every held step runs in the
-  next iteration, so no task starves, and a task keeps its own order. Callbacks that are not
-  task steps (transports, protocols, future callbacks, `call_soon_threadsafe`) keep asyncio's
-  FIFO order: code may rely on that.
-- **Timers.** Sleeps and `call_later` / `call_at` callbacks stand for latencies: when the first
-  of them is due, every pending one that would end before the next deadline fires with it, in
-  the run's order, and the tasks they wake run in rank order. So a timer only ever fires early,
-  never late, and never across a deadline: the timers that stand for deadlines (an
-  `asyncio.timeout`, `wait_for`, `wait(timeout=...)`, anyio's cancel scopes, a scheduled
-  `cancel()`, any callback named for a timeout) keep their real time. A sleep shorter than its
-  timeout still ends first, a longer one still does not, and time stays real: nothing hangs.
+**Timers stay real.** Sleeps and `call_later` callbacks fire when they are due: a held task waits
+for the sibling before it for as long as that sibling's latency really is, so time never runs
+short. The timers that stand for deadlines (`asyncio.timeout`, `wait_for`, anyio's cancel scopes,
+a scheduled `cancel()`, any callback named for a timeout) are noted as such, so nothing is held
+past the middle of their window (`_run`).
 
-Every run, the natural one included, records the order in which the program's tasks finished
-(the cause a report names).
+**What keeps a task busy** is noted as it happens: a latency timer it set, a thread job it
+submitted (`run_in_executor`, so `to_thread`), and the channels it opened: a helper process
+(`subprocess_exec`, so `create_subprocess_exec` and anyio's `open_process`), a connection
+(`create_connection`, so `open_connection`, httpx, aiohttp), a pipe, a socket used through
+`sock_*` (`_channels`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
-import itertools
-import math
-import os
-import random
-import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import Any
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final
 
-from harness.prove.perturb._journal import Journal, label_of_call
-from harness.prove.perturb._plan import ASYNCIO, Mode, RunPlan
+from harness.prove.perturb._channels import HELPER_PROCESS, PIPE, SOCKET
+from harness.prove.perturb._order import Scheduler
+from harness.prove.perturb._run import current_run
 
-__all__ = ["perturbed_asyncio"]
+__all__ = ["Perturbing"]
 
-
-@dataclass
-class _Run:
-    """The run in force: what loops of ours perturb, and where they write what they saw."""
-
-    plan: RunPlan
-    journal: Journal
-    on_idle: Callable[[], None] | None
-    mode: Mode = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.mode = self.plan.mode_of(ASYNCIO)
-
-
-_CURRENT: list[_Run] = []  # the run in force (a stack: runs do not nest, but stay safe if they do)
+RECHECK_S: Final = 0.05  # while work is held, look again at least this often
+# Rounds of release a pass may run while no callback is scheduled in between: a task that only
+# yields (`await asyncio.sleep(0)`) goes on in the same loop iteration instead of one per step.
+ROUNDS: Final = 8
 
 
 def _deadline(callback: Callable[..., Any]) -> bool:
@@ -69,199 +52,279 @@ def _deadline(callback: Callable[..., Any]) -> bool:
     return name == "cancel" and isinstance(getattr(target, "__self__", None), asyncio.Future)
 
 
-class _Perturbing:
-    """Mixed into the platform's event loop class (see `_loop_class`)."""
+@dataclass
+class _State:
+    """A loop's bookkeeping: the scheduler of the run in force, and the pass in flight."""
 
-    def _harness_setup(self) -> None:
-        self._for: _Run | None = None
-        self._ranks: dict[asyncio.Task[Any], tuple[Any, ...]] = {}  # held: no id reuse
-        self._labels_seen: dict[str, int] = {}
-        self._held: list[tuple[tuple[Any, ...], int, asyncio.Handle]] = []
-        self._held_seq = itertools.count()
-        self._latent: list[asyncio.TimerHandle] = []
-        self._slots: dict[asyncio.TimerHandle, asyncio.TimerHandle] = {}  # latent -> its slot
+    scheduler: Scheduler
+    pass_pending: bool = False
+    recheck: Any = None  # the pending recheck timer
+    recheck_at: float = 0.0
+    raw: bool = False  # scheduling a timer of our own (uvloop's call_at calls call_later)
+    in_timer: bool = False  # running a latency timer's callback
+    callbacks: int = 0  # callbacks (not task steps) scheduled so far
+    in_pass: bool = False
+    flush: Callable[[], None] | None = None  # thread jobs to start when the pass ends
 
-    def _run_in_force(self) -> _Run | None:
-        run = _CURRENT[-1] if _CURRENT else None
-        if run is not self._for:
-            self._for = run
-            self._ranks = {}
-            self._labels_seen = {}
-        return run
 
-    # -- ready tasks ----------------------------------------------------------------------------
+class Perturbing:
+    """Mixed into the class of every loop a run makes or runs (see the module doc). It has no
+    `__slots__`: a class swap needs the same layout, and every loop class has a `__dict__`."""
+
+    def _harness(self) -> _State:
+        state: _State | None = self.__dict__.get("_harness_state")
+        run = current_run()
+        if state is None:
+            state = _State(Scheduler(run))
+            state.scheduler.poke = functools.partial(self._harness_poke, state)
+            self._harness_state = state
+        elif state.scheduler.run is not run:
+            leftovers = state.scheduler.held  # held in an earlier run: released at once
+            for entry in leftovers:
+                entry.first, entry.mark = True, -1
+            state.scheduler = Scheduler(run)
+            state.scheduler.poke = functools.partial(self._harness_poke, state)
+            state.scheduler.held.extend(leftovers)
+            if leftovers:
+                self._harness_soon(state)
+        return state
+
+    # -- task wake-ups --------------------------------------------------------------------------
 
     def call_soon(
         self, callback: Callable[..., Any], *args: Any, context: Any = None
     ) -> asyncio.Handle:
         task = getattr(callback, "__self__", None)
         if isinstance(task, asyncio.Task):
-            run = self._run_in_force()
-            if run is not None:
-                rank = self._rank(task, run)
-                if run.mode is not Mode.NATURAL:
-                    self._check_closed()  # type: ignore[attr-defined]
-                    handle = asyncio.Handle(callback, args, self, context)  # type: ignore[arg-type]
-                    self._held.append((rank, next(self._held_seq), handle))
-                    return handle
+            state = self._harness()
+            scheduler = state.scheduler
+            if scheduler.holds:
+                if self.is_closed():  # type: ignore[attr-defined]
+                    raise RuntimeError("Event loop is closed")
+                handle = asyncio.Handle(callback, args, self, context)  # type: ignore[arg-type]
+                scheduler.hold(task, handle, state.callbacks, state.in_timer)
+                self._harness_soon(state)
+                return handle
+            if scheduler.run is not None:
+                scheduler.info_of(task)  # the natural run only records what finished
+        else:
+            self._harness().callbacks += 1
         return super().call_soon(callback, *args, context=context)  # type: ignore[misc, no-any-return]
 
-    def _rank(self, task: asyncio.Task[Any], run: _Run) -> tuple[Any, ...]:
-        """The task's place among ready tasks: by its label (the coroutine's name and first
-        argument) and how many tasks of that label came before, so a run does not depend on
-        the order tasks were created in when that order is itself arbitrary (a set of
-        coroutines handed to `as_completed` or `wait`)."""
-        rank = self._ranks.get(task)
-        if rank is None:
-            label = _task_label(task)
-            seen = self._labels_seen.get(label, 0)
-            self._labels_seen[label] = seen + 1
-            if run.mode in (Mode.REVERSED, Mode.BACKWARD):
-                rank = (_descending(label), -seen)
-            elif run.mode is Mode.RANDOM:
-                draw = random.Random(f"{run.plan.seed}:{run.plan.index}:{label}:{seen}")
-                rank = (draw.random(),)
-            else:
-                rank = (label, seen)
-            self._ranks[task] = rank
-            if not _machinery(task):  # the program's own tasks are what a report names
-                journal = run.journal
-                task.add_done_callback(lambda _: journal.finished(ASYNCIO, label))
-        return rank
+    def _harness_soon(self, state: _State) -> None:
+        """Schedule a pass behind every callback scheduled so far (one at a time: a wake-up held
+        after a later callback waits for the next pass, see `Scheduler.take`)."""
+        if not state.pass_pending:
+            state.pass_pending = True
+            super().call_soon(self._harness_pass, state, state.callbacks)  # type: ignore[misc]
 
-    def _run_once(self) -> None:
-        ready: Any = self._ready  # type: ignore[attr-defined]
-        if self._held:
-            self._held.sort(key=lambda entry: (entry[0], entry[1]))
-            ready.extend(handle for _, _, handle in self._held)
-            self._held.clear()
-        elif not ready:
-            run = self._run_in_force()
-            if run is not None and run.on_idle is not None:
-                run.on_idle()  # about to wait: let queued thread pool work go first
-        super()._run_once()  # type: ignore[misc]
+    def _harness_poke(self, state: _State) -> None:
+        if state.scheduler.held:
+            self._harness_soon(state)
+
+    def _harness_pass(self, state: _State, mark: int) -> None:
+        state.pass_pending = False
+        state.in_pass = True
+        try:
+            self._harness_rounds(state, mark)
+        finally:
+            state.in_pass = False
+            flush, state.flush = state.flush, None
+            if flush is not None:
+                flush()
+
+    def _harness_rounds(self, state: _State, mark: int) -> None:
+        scheduler = self._harness().scheduler
+        for _ in range(ROUNDS):
+            batch, recheck_at, soon = scheduler.take(mark)
+            for done, entry in enumerate(batch):
+                if entry.handle.cancelled():
+                    continue
+                scheduler.ran(entry)
+                try:
+                    entry.handle._run()
+                except BaseException:  # KeyboardInterrupt, SystemExit: the rest still runs later
+                    scheduler.held[:0] = batch[done + 1 :]
+                    self._harness_soon(state)
+                    raise
+            if not batch or soon or state.callbacks != mark:
+                break  # a callback came first: the next pass goes behind it
+        if not scheduler.held:
+            return
+        if soon or batch:
+            self._harness_soon(state)
+        else:
+            self._harness_recheck(state, min(recheck_at, time.monotonic() + RECHECK_S))
+
+    def _harness_recheck(self, state: _State, at: float) -> None:
+        """Look again at `at` (monotonic time), unless a look is already due sooner."""
+        if state.recheck is not None and not state.recheck.cancelled():
+            if state.recheck_at <= at:
+                return
+            state.recheck.cancel()
+        delay = max(0.0, at - time.monotonic())
+        state.recheck_at = at
+        when = self.time() + delay  # type: ignore[attr-defined]
+        state.recheck = self._harness_raw_at(when, self._harness_recheck_due, (state,), None)
+
+    def _harness_recheck_due(self, state: _State) -> None:
+        state.recheck = None
+        self._harness_soon(state)
 
     # -- timers ---------------------------------------------------------------------------------
+
+    def _harness_raw_at(
+        self, when: float, callback: Callable[..., Any], args: tuple[Any, ...], context: Any
+    ) -> asyncio.TimerHandle:
+        state = self._harness()
+        state.raw = True
+        try:
+            return super().call_at(when, callback, *args, context=context)  # type: ignore[misc, no-any-return]
+        finally:
+            state.raw = False
+
+    def call_later(
+        self, delay: float, callback: Callable[..., Any], *args: Any, context: Any = None
+    ) -> asyncio.TimerHandle:
+        state = self._harness()
+        if state.raw or not state.scheduler.holds:
+            return super().call_later(delay, callback, *args, context=context)  # type: ignore[misc, no-any-return]
+        return self.call_at(self.time() + delay, callback, *args, context=context)  # type: ignore[attr-defined]
 
     def call_at(
         self, when: float, callback: Callable[..., Any], *args: Any, context: Any = None
     ) -> asyncio.TimerHandle:
-        run = self._run_in_force()
-        if run is None or run.mode is Mode.NATURAL or _deadline(callback):
+        state = self._harness()
+        scheduler = state.scheduler
+        if state.raw:
             return super().call_at(when, callback, *args, context=context)  # type: ignore[misc, no-any-return]
-        self._check_closed()  # type: ignore[attr-defined]
-        timer = asyncio.TimerHandle(when, callback, args, self, context)  # type: ignore[arg-type]
-        self._latent.append(timer)
-        self._slots[timer] = super().call_at(when, self._fire_latent)  # type: ignore[misc]
-        return timer
+        if scheduler.run is None or not scheduler.holds:
+            return self._harness_raw_at(when, callback, args, context)
+        if _deadline(callback):
+            handle = self._harness_raw_at(when, callback, args, context)
+            now = time.monotonic()
+            due = now + (when - self.time())  # type: ignore[attr-defined]
+            scheduler.run.pressure.add(now, due, lambda: not handle.cancelled())
+            self._harness_poke(state)  # a hold may have to end sooner
+            return handle
+        timer = scheduler.timer()
+        timer.handle = self._harness_raw_at(
+            when, self._harness_fire, (state, timer, callback, args), context
+        )
+        return timer.handle  # type: ignore[no-any-return]
 
-    def _timer_handle_cancelled(self, handle: asyncio.TimerHandle) -> None:
-        slot = self._slots.pop(handle, None)
-        if slot is not None:
-            slot.cancel()  # a cancelled sleep's slot must not fire other timers early
-        super()._timer_handle_cancelled(handle)  # type: ignore[misc]
+    def _harness_fire(
+        self, state: _State, timer: Any, callback: Callable[..., Any], args: tuple[Any, ...]
+    ) -> None:
+        timer.fired = True
+        state.in_timer = True
+        try:
+            callback(*args)
+        finally:
+            state.in_timer = False
 
-    def _fire_latent(self) -> None:
-        """A latency timer is due: fire it with every pending one that ends before the next
-        deadline, in the run's order."""
-        self._latent = [timer for timer in self._latent if not timer.cancelled()]
-        if not self._latent:
+    # -- what a task waits on -------------------------------------------------------------------
+
+    def _harness_tracking(self) -> Scheduler | None:
+        scheduler = self._harness().scheduler
+        return scheduler if scheduler.run is not None else None
+
+    def run_in_executor(self, executor: Any, func: Callable[..., Any], *args: Any) -> Any:
+        future = super().run_in_executor(executor, func, *args)  # type: ignore[misc]
+        scheduler = self._harness_tracking()
+        if scheduler is not None and scheduler.run is not None:
+            if scheduler.holds:
+                scheduler.executor_job(future)
+            self._harness_flush_soon(scheduler.run.flush_threads)
+        return future
+
+    def _harness_flush_soon(self, flush: Callable[[], None] | None) -> None:
+        """Start the thread jobs submitted so far once the tasks running now have submitted
+        theirs (they are one burst): at the end of our pass, else after this callback."""
+        state = self._harness()
+        if flush is None or state.flush is flush:
             return
-        boundary = self._next_deadline()
-        batch = sorted((t for t in self._latent if t.when() < boundary), key=lambda t: t.when())
-        if not batch:
-            return
-        run = self._run_in_force()
-        mode = run.mode if run is not None else Mode.NATURAL
-        if mode in (Mode.REVERSED, Mode.BACKWARD):
-            batch.reverse()
-        elif mode is Mode.RANDOM and run is not None:
-            run.plan.rng(ASYNCIO).shuffle(batch)
-        fired = set(map(id, batch))
-        self._latent = [timer for timer in self._latent if id(timer) not in fired]
-        for timer in batch:
-            slot = self._slots.pop(timer, None)
-            if slot is not None:
-                slot.cancel()  # fired early: its own slot has nothing left to fire
-        for timer in batch:
-            if not timer.cancelled():
-                timer._run()
+        if state.in_pass:
+            state.flush = flush
+        else:
+            super().call_soon(flush)  # type: ignore[misc]
 
-    def _next_deadline(self) -> float:
-        """The earliest deadline timer still to fire: scheduled, or due in this iteration."""
-        scheduled: Any = self._scheduled  # type: ignore[attr-defined]
-        ready: Any = self._ready  # type: ignore[attr-defined]
-        return min(
-            (
-                timer.when()
-                for timer in itertools.chain(scheduled, ready)
-                if isinstance(timer, asyncio.TimerHandle)
-                and not timer.cancelled()
-                and _deadline(getattr(timer, "_callback", None) or (lambda: None))
-            ),
-            default=math.inf,
+    async def subprocess_exec(self, protocol_factory: Any, *args: Any, **kwargs: Any) -> Any:
+        return await self._harness_open(
+            super().subprocess_exec,  # type: ignore[misc]
+            protocol_factory,
+            HELPER_PROCESS,
+            *args,
+            **kwargs,
         )
 
+    async def subprocess_shell(self, protocol_factory: Any, *args: Any, **kwargs: Any) -> Any:
+        return await self._harness_open(
+            super().subprocess_shell,  # type: ignore[misc]
+            protocol_factory,
+            HELPER_PROCESS,
+            *args,
+            **kwargs,
+        )
 
-def _descending(text: str) -> tuple[int, ...]:
-    """A sort key that orders strings in reverse (a prefix after the strings it starts)."""
-    return (*(-ord(character) for character in text), 1)
+    async def create_connection(self, protocol_factory: Any, *args: Any, **kwargs: Any) -> Any:
+        return await self._harness_open(
+            super().create_connection,  # type: ignore[misc]
+            protocol_factory,
+            SOCKET,
+            *args,
+            **kwargs,
+        )
 
+    async def create_unix_connection(self, protocol_factory: Any, *args: Any, **kwargs: Any) -> Any:
+        return await self._harness_open(
+            super().create_unix_connection,  # type: ignore[misc]
+            protocol_factory,
+            SOCKET,
+            *args,
+            **kwargs,
+        )
 
-_MACHINERY = (os.path.dirname(asyncio.__file__), os.path.dirname(os.path.dirname(__file__)))
+    async def connect_read_pipe(self, protocol_factory: Any, pipe: Any) -> Any:
+        return await self._harness_open(
+            super().connect_read_pipe,  # type: ignore[misc]
+            protocol_factory,
+            PIPE,
+            pipe,
+        )
 
+    async def _harness_open(
+        self, opener: Any, protocol_factory: Any, kind: str, *args: Any, **kwargs: Any
+    ) -> Any:
+        scheduler = self._harness_tracking()
+        if scheduler is not None:
+            protocol_factory = scheduler.channels.factory(protocol_factory, kind)
+        return await opener(protocol_factory, *args, **kwargs)
 
-def _machinery(task: asyncio.Task[Any]) -> bool:
-    """A task of asyncio's own (shutting down generators and executors) or of the harness (the
-    build's wrapper), not of the program."""
-    code = getattr(task.get_coro(), "cr_code", None)
-    filename = getattr(code, "co_filename", "")
-    return not filename or filename.startswith(_MACHINERY)
+    async def sock_connect(self, sock: Any, address: Any) -> Any:
+        scheduler = self._harness_tracking()
+        if scheduler is not None:
+            scheduler.channels.of_socket(sock).expecting = True
+        return await super().sock_connect(sock, address)  # type: ignore[misc]
 
+    async def sock_sendall(self, sock: Any, data: Any) -> Any:
+        scheduler = self._harness_tracking()
+        if scheduler is not None:
+            scheduler.channels.wrote(scheduler.channels.of_socket(sock))
+        return await super().sock_sendall(sock, data)  # type: ignore[misc]
 
-def _task_label(task: asyncio.Task[Any]) -> str:
-    coro = task.get_coro()
-    code = getattr(coro, "cr_code", None)
-    frame = getattr(coro, "cr_frame", None)
-    if code is None or frame is None:
-        return task.get_name()
-    return label_of_call(code.co_name, code.co_varnames[: code.co_argcount], frame.f_locals)
+    async def sock_recv(self, sock: Any, nbytes: int) -> Any:
+        data = await super().sock_recv(sock, nbytes)  # type: ignore[misc]
+        self._harness_read(sock, bool(data))
+        return data
 
+    async def sock_recv_into(self, sock: Any, buffer: Any) -> Any:
+        size = await super().sock_recv_into(sock, buffer)  # type: ignore[misc]
+        self._harness_read(sock, bool(size))
+        return size
 
-_CLASSES: dict[type[Any], type[Any]] = {}
-
-
-def _loop_class() -> type[Any]:
-    base: type[Any]
-    if sys.platform == "win32":  # pragma: no cover - the CI runs on Linux
-        base = asyncio.ProactorEventLoop  # type: ignore[attr-defined]
-    else:
-        base = asyncio.SelectorEventLoop
-    if base not in _CLASSES:
-        _CLASSES[base] = type("PerturbedEventLoop", (_Perturbing, base), {"__module__": __name__})
-    return _CLASSES[base]
-
-
-class _Policy(asyncio.DefaultEventLoopPolicy):
-    """Hands out loops of ours; everything else as the default policy."""
-
-    def new_event_loop(self) -> asyncio.AbstractEventLoop:
-        loop = _loop_class()()
-        loop._harness_setup()
-        return loop  # type: ignore[no-any-return]
-
-
-@contextmanager
-def perturbed_asyncio(
-    plan: RunPlan, journal: Journal, on_idle: Callable[[], None] | None = None
-) -> Iterator[None]:
-    """Every loop of ours perturbs as `plan` says for asyncio while the block runs; loops made
-    while it runs are ours."""
-    previous = asyncio.get_event_loop_policy()
-    asyncio.set_event_loop_policy(_Policy())
-    _CURRENT.append(_Run(plan, journal, on_idle))
-    try:
-        yield
-    finally:
-        _CURRENT.pop()
-        asyncio.set_event_loop_policy(previous)
+    def _harness_read(self, sock: Any, got: bool) -> None:
+        scheduler = self._harness_tracking()
+        if scheduler is not None:
+            channel = scheduler.channels.of_socket(sock)
+            scheduler.channels.arrived(channel) if got else scheduler.channels.closed(channel)

@@ -1,10 +1,12 @@
 """One run of a build under a `RunPlan`: every ambient source of order perturbed, then undone.
 
-`perturbed(plan)` applies, for the length of the block: the event loop policy (asyncio), the
-thread pool gate (threads), folder listings (filesystem) and distribution discovery (entry
-points), and records what it saw in a `Journal`. Everything is undone when the block ends, also
-when the build raised. The units a test hands in and the reference runtime's load schedule are
-orders the caller applies itself (`RunPlan.arrange`); they are named here for the causes.
+`perturbed(plan, budget_s)` applies, for the length of the block: the event loops (asyncio), the
+thread gate (pools, anyio's worker threads, threads the program starts), folder listings
+(filesystem) and distribution discovery (entry points), and records what it saw in a `Journal`.
+Holding work back to impose an order ends `budget_s` after the run started (see `_run`).
+Everything is undone when the block ends, also when the build raised. The units a test hands in
+and the reference runtime's load schedule are orders the caller applies itself
+(`RunPlan.arrange`); they are named here for the causes.
 
 `find_cause` answers "which source moved the bytes?": it re-runs the drifting run with one source
 perturbed at a time, in the order of `SOURCES`, and names the first that moves them alone.
@@ -17,9 +19,10 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 
-from harness.prove.perturb._aio import perturbed_asyncio
+from harness.prove.perturb._channels import HELPER_PROCESS, PIPE, SOCKET
 from harness.prove.perturb._journal import Journal, shown
 from harness.prove.perturb._listing import perturbed_entry_points, perturbed_listing
+from harness.prove.perturb._loops import perturbed_asyncio
 from harness.prove.perturb._plan import (
     ASYNCIO,
     ENTRY_POINTS,
@@ -31,18 +34,22 @@ from harness.prove.perturb._plan import (
     Mode,
     RunPlan,
 )
-from harness.prove.perturb._threads import perturbed_threads
+from harness.prove.perturb._run import DEFAULT_BUDGET_S, RunState, in_force
+from harness.prove.perturb._thread_hooks import perturbed_threads
 
 __all__ = ["Cause", "find_cause", "perturbed"]
 
 
 @contextmanager
-def perturbed(plan: RunPlan) -> Iterator[Journal]:
-    """Apply `plan` to every ambient source of order while the block runs."""
+def perturbed(plan: RunPlan, budget_s: float = DEFAULT_BUDGET_S) -> Iterator[Journal]:
+    """Apply `plan` to every ambient source of order while the block runs; hold work back for
+    at most `budget_s` seconds after it starts."""
     journal = Journal()
+    run = RunState(plan, journal, budget_s)
     with ExitStack() as stack:
-        gate = stack.enter_context(perturbed_threads(plan, journal))
-        stack.enter_context(perturbed_asyncio(plan, journal, gate.flush if gate.holds else None))
+        stack.enter_context(in_force(run))
+        stack.enter_context(perturbed_threads(run))
+        stack.enter_context(perturbed_asyncio())
         stack.enter_context(perturbed_listing(plan, journal))
         stack.enter_context(perturbed_entry_points(plan, journal))
         yield journal
@@ -84,17 +91,28 @@ def find_cause(
             journals = differs(reference, candidate)
             if journals is not None and _used(source, journals[1]):
                 return Cause(source, describe(source, *journals, orders), candidate)
+    # Every perturbed order may agree with every other and still not with the program's own
+    # (workers taking jobs from a queue finish in queue order once their order is imposed,
+    # whichever it is): then the source whose perturbation alone moves the natural run's bytes.
+    natural = RunPlan(plan.index, plan.count, plan.seed, Mode.NATURAL)
+    for source in in_play:
+        if source in (UNITS, LOAD_SCHEDULE):
+            continue
+        candidate = plan.natural_except(source, Mode.FORWARD)
+        journals = differs(natural, candidate)
+        if journals is not None and _used(source, journals[1]):
+            return Cause(source, describe(source, *journals, orders), candidate)
     return Cause(
         None,
         "none of the perturbed sources moves the bytes alone: a combination of them, or a race"
-        " the proof does not control (real network or thread timing outside a thread pool)",
+        " the proof does not control (threads a library starts, time or randomness in the build)",
         plan,
     )
 
 
 _UNCONTROLLED = (
     "a race the proof does not control: two runs with every source in the same order sent"
-    " different bytes (threads outside a pool, real network timing, time or randomness in the"
+    " different bytes (threads a library starts, a process pool, time or randomness in the"
     " build)"
 )
 
@@ -124,9 +142,18 @@ def describe(
         before = reference.finished_order.get(source, [])
         after = perturbed_journal.finished_order.get(source, [])
         before, after = _differing(*_common(before, after))
+        if source == ASYNCIO:
+            # Tasks that wait for answers from outside (a process, a socket) are named in the
+            # order they took them up: a session kept open finishes only when the
+            # agent closes it, long after its tools were registered.
+            firsts = [list(dict.fromkeys(j.answers)) for j in (reference, perturbed_journal)]
+            answered = _differing(*_common(*firsts))
+            if answered[0] or answered[1]:
+                what, (before, after) = "asyncio order of answers", answered
+        through = _through({*before, *after}, reference, perturbed_journal)
         if not before and not after:
-            return what
-        return f"{what} ({shown(before)} vs {shown(after)})"
+            return what + through
+        return f"{what} ({shown(before)} vs {shown(after)}){through}"
     places = perturbed_journal.places.get(source, [])
     if source == ENTRY_POINTS and len(places) > 1:
         places = [place for place in places if place != "installed distributions"]
@@ -134,6 +161,25 @@ def describe(
     if not places:
         return what
     return f"{what} ({'; '.join(places[:3])}{'; …' if len(places) > 3 else ''})"
+
+
+_THROUGH = (
+    (HELPER_PROCESS, "tools from helper processes arrived in another order"),
+    (SOCKET, "answers over sockets arrived in another order"),
+    (PIPE, "answers over pipes arrived in another order"),
+)
+
+
+def _through(labels: set[str], *journals: Journal) -> str:
+    """What the racing tasks waited on, when it was outside the process (`: tools from helper
+    processes arrived in another order`)."""
+    kinds = {
+        kind
+        for journal in journals
+        for label in labels or set(journal.channels)
+        for kind in journal.channels.get(label, ())
+    }
+    return next((f": {words}" for kind, words in _THROUGH if kind in kinds), "")
 
 
 def _common(a: list[str], b: list[str]) -> tuple[list[str], list[str]]:

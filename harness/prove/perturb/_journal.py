@@ -9,7 +9,7 @@ Comparing the journal of the natural run with that of a drifting run names the c
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -21,15 +21,27 @@ _MAX_LABEL: Final = 40
 
 @dataclass
 class Journal:
-    """Per source: what finished, in order, and which places were listed or read."""
+    """Per source: what finished, in order, and which places were listed or read; per label,
+    which kinds of channel (helper processes, sockets) what finished waited on."""
 
     finished_order: dict[str, list[str]] = field(default_factory=dict)
     places: dict[str, list[str]] = field(default_factory=dict)
+    channels: dict[str, set[str]] = field(default_factory=dict)
+    answers: list[str] = field(default_factory=list)  # asyncio tasks, as they took up answers
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def finished(self, source: str, label: str) -> None:
+    def finished(self, source: str, label: str, channels: Iterable[str] = ()) -> None:
         with self._lock:
             self.finished_order.setdefault(source, []).append(label)
+            if channels:
+                self.channels.setdefault(label, set()).update(channels)
+
+    def answer(self, label: str) -> None:
+        """A task went on with an answer from outside (a process, a socket, a thread): tasks
+        that stay open (a session kept for later) finish late, but take up answers in order."""
+        with self._lock:
+            if not self.answers or self.answers[-1] != label:
+                self.answers.append(label)
 
     def place(self, source: str, where: str) -> None:
         with self._lock:
@@ -39,11 +51,14 @@ class Journal:
 
 
 def label_of_call(name: str, argnames: Sequence[str], values: Mapping[str, Any]) -> str:
-    """`name(first argument)` when the first argument is a short plain value, else `name`."""
+    """`name(first argument)` when the first argument is a short plain value, or an object with
+    a short `name` (a plugin, a server's parameters), else `name`."""
     for argname in argnames:
         if argname in ("self", "cls"):
             continue
         value = values.get(argname)
+        if not isinstance(value, str | int | float):
+            value = getattr(value, "name", None)
         if isinstance(value, str | int | float) and not isinstance(value, bool):
             text = value if isinstance(value, str) else repr(value)
             if len(text) <= _MAX_LABEL:

@@ -98,6 +98,10 @@ class RunPlan:
             self.index, self.count, self.seed, Mode.FORWARD, {**base.overrides, source: chosen}
         )
 
+    def natural_except(self, source: str, mode: Mode) -> RunPlan:
+        """This run with every source as the program orders it, but `source` in `mode`."""
+        return RunPlan(self.index, self.count, self.seed, Mode.NATURAL, {source: mode})
+
     def describe(self) -> str:
         return f"run {self.index + 1} of {self.count} ({self.mode.value})"
 

@@ -1,353 +1,341 @@
-"""Thread scheduling: the order in which thread pool jobs run and finish.
+"""Thread scheduling: the order in which thread jobs start, wake and finish.
 
-During a perturbed run, `ThreadPoolExecutor.submit` (and so `map`, `asyncio.to_thread` and
-`run_in_executor`, which submit through it) queues the job instead of starting it, and so does
-anyio's `to_thread.run_sync` (its job waits in its own worker thread for its turn). The queued
-jobs of a burst start when the submitting code waits for one (`Future.result`, `exception`,
-`done`, `concurrent.futures.wait`, `as_completed`, `shutdown`, leaving a `with` block), when the
-event loop of the run goes idle, or 100 ms after the last submission. They then run one at a
-time in the run's order (forward: submission order; reversed; or seeded random), on a dispatcher
-thread of the proof (through the executor when it has an `initializer` that sets its worker
-threads up), so both a consumer reading results `as_completed` and a job registering tools as a
-side effect see that order. Bursts run one after another.
+A job is a call the program hands a thread: `ThreadPoolExecutor.submit` (and so `map`,
+`asyncio.to_thread`, `run_in_executor`), anyio's `to_thread.run_sync`, or a `threading.Thread`
+the program starts itself. During a perturbed run the jobs of a burst are queued, then ordered as
+the run says (forward: submission order; reversed; seeded random), and run concurrently, as many
+at once as the pool allows, with three gates that make them *finish* in that order:
 
-A job that takes longer than the guard (50 ms) lets the next one start on a second dispatcher:
-jobs that wait for each other (a producer and a consumer, a barrier) do not deadlock, and slow
-jobs overlap as they would. A pool with one worker is a queue, not a race: it is left alone.
+- **start**: a job starts once every job before it has started and is blocked (asleep, waiting
+  on a lock, an event, a queue, a barrier) or has run for a few milliseconds;
+- **wake**: a job's latency (`time.sleep`, a blocking read from a socket, `requests` or
+  `http.client` included, a helper process's `communicate` or `wait`) ends once every job before
+  it is done or waiting for the program;
+- **publish**: a pool job's result reaches its future once every job before it has published.
 
-The natural run submits as usual and only records the order in which jobs finished.
+So a pool's concurrency is kept (eight 40 ms jobs still take about 40 ms, a barrier's parties
+all arrive) and `as_completed`, a registry appended to from the jobs, and threads appending to
+a shared list all see the run's order. A job waiting for the program (`Condition.wait`, and so
+events, queues, barriers and futures) holds nothing back; one that keeps sleeping without
+finishing (a poll) stops holding the others back after a few sleeps. Every gate gives way at the
+run's `hold_until` (its budget, or the middle of a pending deadline's window; see `_run`).
+
+A burst starts when the submitting code waits for a job (`Future.result`, `exception`, `done`,
+`concurrent.futures.wait`, `as_completed`, `Thread.join`, `shutdown`), when the event loop that
+submitted it finishes its iteration, or 100 ms after the last submission. A pool with one worker
+is a queue, not a race: it is left alone. The natural run submits as usual and only records the
+order in which jobs finished. The hooks that route jobs here live in `_thread_hooks`.
 """
 
 from __future__ import annotations
 
-import functools
-import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent import futures
-from concurrent.futures import _base
-from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any, Final
 
-from harness.prove.perturb._journal import Journal, label_of_call
-from harness.prove.perturb._plan import THREADS, RunPlan
+from harness.prove.perturb._plan import THREADS
+from harness.prove.perturb._run import RunState
 
-__all__ = ["ThreadGate", "perturbed_threads"]
+__all__ = ["CURRENT_JOB", "Job", "ThreadGate"]
 
 GRACE_S: Final = 0.1  # a burst of submissions ends after this long without a new one
-GUARD_S: Final = 0.05  # a job that takes longer lets the next one start (no deadlock)
+START_GUARD_S: Final = 0.005  # a job running this long without blocking lets the next start
+SPIN_SLEEPS: Final = 8  # sleeps after which a job counts as polling
+POLL_S: Final = 0.01  # how often a waiting gate looks at the clock
+
+_ORIGINAL_COND_WAIT = threading.Condition.wait
+
+
+class State(Enum):
+    QUEUED = "queued"  # anyio's job, not yet in a worker (the limiter may hold it): holds nothing
+    SUBMITTED = "submitted"  # on its way to a thread of its own or a pool's
+    WAITING = "waiting"  # in its thread, waiting to start
+    RUNNING = "running"
+    SLEEPING = "sleeping"  # in time.sleep: a latency, still working
+    PARKED = "parked"  # waiting for the program: holds nothing back
+    DONE = "done"  # returned, its result not yet published
+    PUBLISHED = "published"
+
+
+_HOLD_START = {State.SUBMITTED, State.WAITING}
+_HOLD_WAKE = {State.SUBMITTED, State.WAITING, State.RUNNING, State.SLEEPING}
+_HOLD_PUBLISH = {State.SUBMITTED, State.WAITING, State.RUNNING, State.SLEEPING, State.DONE}
+
+
+@dataclass(eq=False)
+class Job:
+    gate: ThreadGate
+    label: str
+    fn: Callable[[], Any]
+    outer: futures.Future[Any] | None = None  # a pool job's future, as the program holds it
+    executor: futures.ThreadPoolExecutor | None = None
+    state: State = State.QUEUED
+    burst: list[Job] | None = None
+    rank: int = 0
+    ran_since: float = 0.0
+    sleeps: int = 0
+    line: _Line | None = None  # a pool job: the line its dispatchers take it from
+    escalated: bool = False  # it blocked, and another dispatcher took the next job
+
+
+@dataclass(eq=False)
+class _Line:
+    """The pool jobs of one burst for one executor, taken in order by dispatchers: a dispatcher
+    runs them one after another, and another one starts when the job it runs blocks (sleeps,
+    waits for the program or for a gate) or runs longer than `START_GUARD_S`. So trivial jobs
+    run back to back in one worker, and jobs that wait overlap as the pool allows."""
+
+    executor: futures.ThreadPoolExecutor
+    jobs: deque[Job] = field(default_factory=deque)
+
+
+class _Local(threading.local):
+    job: Job | None = None
+
+
+CURRENT_JOB: Final = _Local()  # the job the calling thread runs, if any
 
 
 @dataclass
-class _Job:
-    executor: futures.ThreadPoolExecutor | None  # None: the job runs in a thread of its own
-    fn: Callable[[], Any]
-    outer: futures.Future[Any]
-    turn: threading.Event | None = None  # in-place jobs: set when it may start
-    finished: threading.Event | None = None  # in-place jobs: set when it has run
-
-
 class ThreadGate:
-    """Queues thread pool jobs and runs each burst in the run's order (see the module doc)."""
+    """Queues thread jobs and lets them start, wake and finish in the run's order."""
 
-    def __init__(self, plan: RunPlan, journal: Journal, submit: Callable[..., Any]) -> None:
-        self.plan = plan
-        self.journal = journal
-        self._submit = submit  # the real ThreadPoolExecutor.submit
-        self._lock = threading.RLock()
-        self._queued: list[_Job] = []
-        self._last_submit = 0.0
-        self._timer: threading.Timer | None = None
-        self._bursts: list[_Burst] = []
+    run: RunState
+    submit_to: Callable[..., futures.Future[Any]]  # the real ThreadPoolExecutor.submit
+    _cond: threading.Condition = field(default_factory=threading.Condition)
+    _queued: list[Job] = field(default_factory=list)
+    _last_submit: float = 0.0
+    _watcher: threading.Thread | None = None
+    _closed: bool = False
+    _lines: list[_Line] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.run.pressure.listen(self._changed)
 
     @property
     def holds(self) -> bool:
-        return self.plan.perturbs(THREADS)
+        return self.run.plan.perturbs(THREADS)
 
-    def submit(
-        self, executor: futures.ThreadPoolExecutor, fn: Callable[[], Any]
-    ) -> futures.Future[Any]:
-        outer: futures.Future[Any] = futures.Future()
-        self._queue(_Job(executor, fn, outer))
-        return outer
+    def _changed(self) -> None:
+        with self._cond:
+            self._cond.notify_all()
 
-    def in_place(self, fn: Callable[..., Any]) -> Callable[..., Any]:
-        """`fn`, made to wait for its turn in the thread that runs it (anyio's workers)."""
-        job = _Job(None, fn, futures.Future(), threading.Event(), threading.Event())
-        self._queue(job)
+    # -- queueing -------------------------------------------------------------------------------
 
-        def run(*args: Any) -> Any:
-            assert job.turn is not None and job.finished is not None
-            job.turn.wait()
-            try:
-                return fn(*args)
-            finally:
-                job.finished.set()
-
-        return run
-
-    def _queue(self, job: _Job) -> None:
-        with self._lock:
+    def queue(self, job: Job) -> Job:
+        with self._cond:
             self._queued.append(job)
             self._last_submit = time.monotonic()
-            if self._timer is None:
-                self._arm(GRACE_S)
+            if self._watcher is None:
+                self._watcher = threading.Thread(
+                    target=self._watch, name="harness-thread-grace", daemon=True
+                )
+                self._watcher.start()
+            self._cond.notify_all()
+        return job
 
-    def _arm(self, delay: float) -> None:
-        self._timer = threading.Timer(delay, self._grace_over)
-        self._timer.daemon = True
-        self._timer.start()
+    def _watch(self) -> None:
+        """Start a burst nobody waited for once submissions have stopped for `GRACE_S`, and
+        another dispatcher when a job has run past the guard (one thread for the run: a timer
+        per burst would cost a thread start per job)."""
+        while True:
+            with self._cond:
+                self._lines = [line for line in self._lines if line.jobs]
+                while not self._closed and not self._queued and not self._lines:
+                    _ORIGINAL_COND_WAIT(self._cond)
+                if self._closed:
+                    return
+                stuck = self._running_long()
+                quiet = time.monotonic() - self._last_submit
+                due = bool(self._queued) and quiet >= GRACE_S
+                if not stuck and not due:
+                    wait = GRACE_S - quiet if self._queued else START_GUARD_S
+                    if self._lines:
+                        wait = min(wait, START_GUARD_S)
+                    _ORIGINAL_COND_WAIT(self._cond, wait)
+                    continue
+            for job in stuck:
+                self._escalate(job)
+            if due:
+                self.flush()
 
-    def _grace_over(self) -> None:
-        with self._lock:
-            self._timer = None
-            quiet = time.monotonic() - self._last_submit
-            if self._queued and quiet < GRACE_S:
-                self._arm(GRACE_S - quiet)  # still submitting: the burst is not over
-                return
+    def _running_long(self) -> list[Job]:
+        """Dispatched jobs that have run past the guard while their line still has jobs."""
+        now = time.monotonic()
+        found = []
+        for line in self._lines:
+            for job in line.jobs[0].burst or [] if line.jobs else []:
+                long = job.state is State.RUNNING and now - job.ran_since >= START_GUARD_S
+                if job.line is line and long and not job.escalated:
+                    found.append(job)
+        return found
+
+    def close(self) -> None:
+        """Flush what is left; the grace watcher ends."""
         self.flush()
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
 
     def flush(self) -> None:
-        """Start the queued burst in the run's order, after the bursts before it."""
-        with self._lock:
+        """Order the queued burst as the run says and let it go."""
+        with self._cond:
             jobs, self._queued = self._queued, []
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
             if not jobs:
                 return
-            previous = self._bursts[-1] if self._bursts else None
-            burst = _Burst(deque(self.plan.arrange(THREADS, jobs)), self._submit, previous)
-            self._bursts.append(burst)
-        burst.start()
+            burst = self.run.plan.arrange(THREADS, jobs)
+            lines: dict[int, _Line] = {}
+            for rank, job in enumerate(burst):
+                job.burst, job.rank = burst, rank
+                if job.executor is not None:
+                    job.state = State.SUBMITTED
+                    job.line = lines.setdefault(id(job.executor), _Line(job.executor))
+                    job.line.jobs.append(job)
+            self._lines += lines.values()
+            self._cond.notify_all()
+        for line in lines.values():
+            self._dispatcher(line)
+
+    def _dispatcher(self, line: _Line) -> None:
+        """One more dispatcher for `line`: in its pool, or in a thread of ours once the pool is
+        shut down (a job waiting for a later one must not wait forever)."""
+        try:
+            self.submit_to(line.executor, self._dispatch, line)
+        except RuntimeError:
+            threading.Thread(
+                target=self._dispatch, args=(line,), name="harness-thread-order", daemon=True
+            ).start()
+
+    def _dispatch(self, line: _Line) -> None:
+        while True:
+            with self._cond:
+                if not line.jobs:
+                    return
+                job = line.jobs.popleft()
+            self.execute(job)
+
+    def _escalate(self, job: Job) -> None:
+        """`job` blocks: another dispatcher takes the next job of its line."""
+        line = job.line
+        with self._cond:
+            if line is None or job.escalated or not line.jobs:
+                return
+            job.escalated = True
+        self._dispatcher(line)
 
     def cancel(self, executor: futures.ThreadPoolExecutor) -> None:
-        """`shutdown(cancel_futures=True)`: the executor's queued jobs never run."""
-        with self._lock:
-            for job in self._queued:
-                if job.executor is executor:
+        """`shutdown(cancel_futures=True)`: the executor's jobs not yet started never run."""
+        with self._cond:
+            dropped = [job for job in self._queued if job.executor is executor]
+            for line in self._lines:
+                if line.executor is executor:
+                    dropped += line.jobs
+                    line.jobs.clear()
+            for job in dropped:
+                if job.outer is not None:
                     job.outer.cancel()
+                job.state = State.PUBLISHED
+            self._cond.notify_all()
 
-    def settle(self) -> None:
-        """Flush, and wait until every job queued so far has run."""
-        self.flush()
-        with self._lock:
-            bursts = list(self._bursts)
-        for burst in bursts:
-            burst.done.wait()
+    # -- a job's life, in the thread that runs it -----------------------------------------------
 
-
-@dataclass
-class _Burst:
-    """A burst of queued jobs, run one at a time in their order by a dispatcher thread.
-
-    A watchdog starts one more dispatcher when a job has run longer than the guard: a job that
-    waits for a later one (a dependency between jobs) must not hang the proof.
-    """
-
-    jobs: deque[_Job]
-    submit: Callable[..., Any]
-    previous: _Burst | None
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    running: dict[int, float] = field(default_factory=dict)  # dispatcher -> job start time
-    done: threading.Event = field(default_factory=threading.Event)
-
-    def start(self) -> None:
-        for target, name in ((self.dispatch, "order"), (self.watch, "guard")):
-            threading.Thread(target=target, name=f"harness-thread-{name}", daemon=True).start()
-
-    def next(self) -> _Job | None:
-        with self.lock:
-            while self.jobs:
-                job = self.jobs.popleft()
-                if job.outer.set_running_or_notify_cancel():
-                    return job
-            return None
-
-    def dispatch(self) -> None:
-        if self.previous is not None:
-            self.previous.done.wait(GUARD_S)  # bursts in turn; a stuck one lets the next go
-        me = threading.get_ident()
-        while (job := self.next()) is not None:
-            with self.lock:
-                self.running[me] = time.monotonic()
+    def execute(self, job: Job) -> Any:
+        """Run `job` here, through its gates; a pool job's outcome goes to its future, any other
+        job's is returned (or raised)."""
+        CURRENT_JOB.job = job
+        try:
+            self._set(job, State.WAITING)
+            if job.line is None:  # a pool job's dispatcher took it in turn already
+                self._wait(
+                    job, lambda: job.burst is not None and self._clear(job, _HOLD_START, True)
+                )
+            if job.outer is not None and not job.outer.set_running_or_notify_cancel():
+                self._set(job, State.PUBLISHED)
+                return None
+            self._set(job, State.RUNNING)
             try:
-                self.run(job)
-            finally:
-                with self.lock:
-                    del self.running[me]
-        with self.lock:
-            if not self.running and not self.jobs:
-                self.done.set()
-
-    def watch(self) -> None:
-        escalated: set[float] = set()
-        while not self.done.wait(GUARD_S / 2):
-            with self.lock:
-                stuck = [
-                    began
-                    for began in self.running.values()
-                    if time.monotonic() - began > GUARD_S and began not in escalated
-                ]
-                pending = bool(self.jobs)
-            if stuck and pending:
-                escalated.update(stuck)
-                threading.Thread(
-                    target=self.dispatch, name="harness-thread-order", daemon=True
-                ).start()
-
-    def run(self, job: _Job) -> None:
-        """Let `job` run: in its own thread (in place), here, or through its executor when that
-        sets its worker threads up."""
-        if job.turn is not None and job.finished is not None:
-            job.outer.set_result(None)
-            job.turn.set()
-            job.finished.wait()
-            return
-        if getattr(job.executor, "_initializer", None) is None:
-            try:
-                result = job.fn()
-            except BaseException as error:
-                job.outer.set_exception(error)
-            else:
-                job.outer.set_result(result)
-            return
-        try:
-            inner = self.submit(job.executor, job.fn)
-        except BaseException as error:  # the executor was shut down meanwhile
-            job.outer.set_exception(error)
-            return
-        inner.add_done_callback(functools.partial(_transfer, outer=job.outer))
-        _ORIGINAL_WAIT([inner])
-
-
-def _transfer(inner: futures.Future[Any], *, outer: futures.Future[Any]) -> None:
-    error = inner.exception()
-    if error is not None:
-        outer.set_exception(error)
-    else:
-        outer.set_result(inner.result())
-
-
-def _journaled(
-    fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], journal: Journal
-) -> Callable[[], Any]:
-    target: Any = fn
-    shown = args
-    if isinstance(fn, functools.partial):
-        target, shown = fn.func, (*fn.args, *args)
-    if getattr(target, "__name__", None) == "run" and shown and callable(shown[0]):
-        target, shown = shown[0], shown[1:]  # asyncio.to_thread: Context.run(func, *args)
-    code = getattr(target, "__code__", None)
-    name = getattr(target, "__name__", type(target).__name__)
-    if code is not None:
-        values = dict(zip(code.co_varnames[: code.co_argcount], shown, strict=False)) | kwargs
-        label = label_of_call(name, code.co_varnames[: code.co_argcount], values)
-    else:
-        label = name
-
-    def run() -> Any:
-        try:
-            return fn(*args, **kwargs)
+                result, error = job.fn(), None
+            except BaseException as raised:
+                result, error = None, raised
+            self._set(job, State.DONE)
+            self._wait(job, lambda: self._clear(job, _HOLD_PUBLISH))
+            if job.outer is not None:
+                if error is not None:
+                    job.outer.set_exception(error)
+                else:
+                    job.outer.set_result(result)
+                error = None
+            self._set(job, State.PUBLISHED)
+            if error is not None:
+                raise error
+            return result
         finally:
-            journal.finished(THREADS, label)
+            CURRENT_JOB.job = None
 
-    return run
-
-
-_ORIGINAL_SUBMIT = futures.ThreadPoolExecutor.submit
-_ORIGINAL_SHUTDOWN = futures.ThreadPoolExecutor.shutdown
-_ORIGINAL_RESULT = futures.Future.result
-_ORIGINAL_EXCEPTION = futures.Future.exception
-_ORIGINAL_DONE = futures.Future.done
-_ORIGINAL_WAITERS = _base._create_and_install_waiters  # type: ignore[attr-defined]
-_ORIGINAL_WAIT = _base.wait
-
-
-@contextmanager
-def _patched(patches: list[tuple[Any, str, Any]]) -> Iterator[None]:
-    saved = [
-        (owner, name, owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name))
-        for owner, name, _ in patches
-    ]
-    try:
-        for owner, name, value in patches:
-            setattr(owner, name, value)
-        yield
-    finally:
-        for owner, name, value in saved:
-            setattr(owner, name, value)
-
-
-@contextmanager
-def perturbed_threads(plan: RunPlan, journal: Journal) -> Iterator[ThreadGate]:
-    """Thread pool jobs submitted while the block runs are ordered as `plan` says."""
-    gate = ThreadGate(plan, journal, _ORIGINAL_SUBMIT)
-
-    def submit(
-        self: futures.ThreadPoolExecutor, fn: Callable[..., Any], /, *args: Any, **kwargs: Any
-    ) -> futures.Future[Any]:
-        job = _journaled(fn, args, kwargs, journal)
-        if not gate.holds or getattr(self, "_max_workers", 2) == 1:
-            return _ORIGINAL_SUBMIT(self, job)  # one worker: a queue, not a race
-        if getattr(self, "_shutdown", False):
-            raise RuntimeError("cannot schedule new futures after shutdown")
-        return gate.submit(self, job)
-
-    def shutdown(
-        self: futures.ThreadPoolExecutor, wait: bool = True, *, cancel_futures: bool = False
-    ) -> None:
-        if cancel_futures:
-            gate.cancel(self)
-        if wait:
-            gate.settle()
-        else:
-            gate.flush()
-        _ORIGINAL_SHUTDOWN(self, wait=wait, cancel_futures=cancel_futures)
-
-    def flushing(original: Callable[..., Any]) -> Callable[..., Any]:
-        def waits(*args: Any, **kwargs: Any) -> Any:
-            gate.flush()
-            return original(*args, **kwargs)
-
-        return waits
-
-    patches: list[tuple[Any, str, Any]] = [
-        (futures.ThreadPoolExecutor, "submit", submit),
-        (futures.ThreadPoolExecutor, "shutdown", shutdown),
-        (futures.Future, "result", flushing(_ORIGINAL_RESULT)),
-        (futures.Future, "exception", flushing(_ORIGINAL_EXCEPTION)),
-        (futures.Future, "done", flushing(_ORIGINAL_DONE)),
-        (_base, "_create_and_install_waiters", flushing(_ORIGINAL_WAITERS)),
-    ]
-    with ExitStack() as stack:
-        stack.enter_context(_patched(patches))
-        if gate.holds:
-            stack.enter_context(_anyio_in_place(gate, journal))
+    def waited(self, job: Job, call: Callable[[], Any], *, sleep: bool = False) -> Any:
+        """A latency in a job (`time.sleep`, a blocking read from a socket or a process): it
+        keeps the job busy; waking waits for the jobs before it. Sleeps are counted, as a job
+        that keeps sleeping is polling."""
+        if sleep:
+            with self._cond:
+                job.sleeps += 1
+        self._set(job, State.SLEEPING)
+        self._escalate(job)
         try:
-            yield gate
+            return call()
         finally:
-            gate.flush()  # what the build queued and never waited for still runs, unwaited
+            self._wait(job, lambda: self._clear(job, _HOLD_WAKE))
+            self._set(job, State.RUNNING)
 
+    def parked(self, job: Job, parked: bool) -> None:
+        """A job waits for the program (or is back from waiting)."""
+        if job.state in (State.RUNNING, State.PARKED):
+            self._set(job, State.PARKED if parked else State.RUNNING)
+            if parked:
+                self._escalate(job)
 
-@contextmanager
-def _anyio_in_place(gate: ThreadGate, journal: Journal) -> Iterator[None]:
-    """anyio's `to_thread.run_sync` (asyncio backend) waits for its turn in its worker."""
-    backend = sys.modules.get("anyio._backends._asyncio")
-    kind = getattr(backend, "AsyncIOBackend", None)
-    original = getattr(kind, "run_sync_in_worker_thread", None)
-    if kind is None or original is None:
-        yield
-        return
+    def _may_start(self, job: Job) -> bool:
+        return job.burst is not None and self._clear(job, _HOLD_START, starting=True)
 
-    async def run_sync_in_worker_thread(
-        cls: Any, func: Callable[..., Any], args: tuple[Any, ...], *rest: Any, **options: Any
-    ) -> Any:
-        labelled = _journaled(func, args, {}, journal)  # calls func(*args), then journals
-        return await original(gate.in_place(labelled), (), *rest, **options)
+    def _set(self, job: Job, state: State) -> None:
+        with self._cond:
+            job.state = state
+            if state is State.RUNNING:
+                job.ran_since = time.monotonic()
+            self._cond.notify_all()
 
-    with _patched([(kind, "run_sync_in_worker_thread", classmethod(run_sync_in_worker_thread))]):
-        yield
+    def _clear(self, job: Job, holding: set[State], starting: bool = False) -> bool:
+        """Whether no job before `job` in its burst holds it back (`holding`: the states that
+        do; a job just started, or polling, does not)."""
+        now = time.monotonic()
+        for before in (job.burst or [])[: job.rank]:
+            if before.sleeps >= SPIN_SLEEPS:
+                continue
+            if before.state in holding:
+                return False
+            if (
+                starting
+                and before.state is State.RUNNING
+                and now - before.ran_since < START_GUARD_S
+            ):
+                return False
+        return True
+
+    def _wait(self, job: Job, ready: Callable[[], bool]) -> None:
+        with self._cond:
+            if ready():
+                return
+        self._escalate(job)
+        with self._cond:
+            while not ready():
+                left = self.run.hold_until() - time.monotonic()
+                if left <= 0:
+                    if job.burst is None:  # the burst was never flushed: go alone
+                        job.burst, job.rank = [job], 0
+                    return
+                _ORIGINAL_COND_WAIT(self._cond, min(left, POLL_S))
