@@ -14,6 +14,8 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 import harness
 
 ROOT = Path(harness.__file__).parent
@@ -151,6 +153,7 @@ def test_no_module_is_over_500_lines() -> None:
     assert {name: size for name, size in sizes.items() if size > MAX_LINES} == {}
 
 
+@pytest.mark.slow
 def test_every_module_says_what_it_owns() -> None:
     missing = [
         name

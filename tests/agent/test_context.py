@@ -430,6 +430,7 @@ async def test_an_import_step_that_takes_longer_registers_later() -> None:
     assert [s.name for s in runtime.schemas()] == ["fast", "slow"]
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(
     plugin_names=st.lists(

@@ -178,6 +178,7 @@ def test_a_mutable_struct_is_refused_and_never_remembered() -> None:
         assert not is_deep_frozen(Pair(loose, 1))
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(prefix=st.lists(values, max_size=30), more=st.lists(values, max_size=3))
 def test_extend_frozen_is_freezing_the_concatenation(prefix: list[Any], more: list[Any]) -> None:

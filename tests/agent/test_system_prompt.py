@@ -333,6 +333,7 @@ async def assembled_names(
     return names((await prompt.assemble()).tools)
 
 
+@pytest.mark.slow
 @settings(max_examples=75, deadline=None)
 @given(data=st.data(), unique_names=st.lists(tool_names, unique=True, max_size=8))
 def test_assembled_order_is_independent_of_registration_and_provider_order(

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from functools import cache
 from importlib import metadata
 
+import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
@@ -164,11 +165,13 @@ def brought_by(extras: tuple[str, ...]) -> set[str]:
 # -- the project --------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_every_import_is_a_declared_distribution() -> None:
     for folder, extras in MAY_USE.items():
         assert undeclared_imports(sources(folder), brought_by(extras)) == [], folder
 
 
+@pytest.mark.slow
 def test_what_starts_up_needs_only_the_install_that_brings_it() -> None:
     harness = sources("harness")
     for roots in (START_UP, START_UP_WITH_PYTEST):

@@ -403,10 +403,8 @@ def test_the_patched_functions_are_restored_after_a_failing_build(
 REPRODUCE = re.compile(r"reproduce:\s+(pytest \S+ .+)$", re.MULTILINE)
 
 
-@pytest.mark.parametrize(
-    "flags",
-    [pytest.param([], id="plain"), pytest.param(["-n", "2"], id="n2", marks=pytest.mark.slow)],
-)
+@pytest.mark.slow
+@pytest.mark.parametrize("flags", [[], ["-n", "2"]], ids=["plain", "n2"])
 def test_the_printed_reproduce_command_reproduces_the_cause(
     pytester: pytest.Pytester, flags: list[str]
 ) -> None:
@@ -499,6 +497,7 @@ def test_what_was_sent_is_judged_not_the_answer(pytester: pytest.Pytester) -> No
     assert "tools_changed" in out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("returned", "message"),
     [
@@ -620,6 +619,7 @@ async def build():
 """
 
 
+@pytest.mark.slow
 def test_independent_sub_agents_sent_concurrently_are_not_drift(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(sender=JUDGE_SENT, fan_out=FAN_OUT)
     pytester.makeconftest(

@@ -255,6 +255,7 @@ def test_a_one_worker_pool_is_a_queue_not_a_race(seed: int) -> None:
     prove_stable(build, seed=seed)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", SEEDS[:3])
 def test_jobs_that_wait_for_each_other_pass_quickly(seed: int) -> None:
     def build() -> dict[str, Any]:
@@ -315,6 +316,7 @@ def test_a_stale_shadowed_copy_is_not_a_race(
         prove_stable(build, seed=seed)
 
 
+@pytest.mark.slow
 def test_an_abandoned_job_does_not_hold_the_proof() -> None:
     stop = threading.Event()
 

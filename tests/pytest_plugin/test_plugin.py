@@ -23,8 +23,8 @@ RANDOMLY = {"randomly": ["-p", "randomly"], "no-randomly": ["-p", "no:randomly"]
 SLOW = ("n2",)  # `-n 2` runs pytest in a subprocess that starts two workers: seconds a run
 
 
-def xdist_cases(slow: tuple[str, ...] = SLOW) -> list[Any]:
-    return [pytest.param(XDIST[x], id=x, marks=[pytest.mark.slow] * (x in slow)) for x in XDIST]
+def xdist_cases() -> list[Any]:
+    return [pytest.param(XDIST[x], id=x, marks=[pytest.mark.slow] * (x in SLOW)) for x in XDIST]
 
 
 MATRIX = [
@@ -203,6 +203,7 @@ def test_check_mode_with_no_recording_fails_and_writes_nothing(
     assert not root.exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flags", xdist_cases())
 def test_record_then_check_under_ci_passes_and_writes_nothing(
     pytester: pytest.Pytester, flags: list[str], monkeypatch: pytest.MonkeyPatch
@@ -225,7 +226,8 @@ def test_record_then_check_under_ci_passes_and_writes_nothing(
     assert files_of(root) == recorded
 
 
-@pytest.mark.parametrize("flags", xdist_cases(("n0", "n2")))  # six runs: over a second at -n 0
+@pytest.mark.slow
+@pytest.mark.parametrize("flags", xdist_cases())
 def test_update_mode_rewrites_only_what_changed(
     pytester: pytest.Pytester, flags: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -129,6 +129,7 @@ def test_record_once_then_ci_replays_offline_without_touching_the_agent(
     assert "prefix chain: 1 captured test(s); requests per provider: anthropic 2 (judged 1)" in out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bug", ["reorder", "edit"])
 def test_ci_fails_on_a_reordered_or_edited_tool_with_the_report_first(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, bug: str

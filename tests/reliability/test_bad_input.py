@@ -324,6 +324,7 @@ def test_a_damaged_recording_is_a_collection_error_naming_the_file(
     assert "INTERNALERROR" not in out
 
 
+@pytest.mark.slow
 def test_a_deeply_nested_recording_is_a_one_line_collection_error(
     pytester: pytest.Pytester,
 ) -> None:

@@ -107,6 +107,7 @@ def check_order(tools: list[ToolSchema], order: tuple[str, ...] | None) -> list[
     return result
 
 
+@pytest.mark.slow
 @settings(FAST, max_examples=200)
 @given(st.data())
 def test_order_tools_is_a_permutation_in_the_configured_order(data: st.DataObject) -> None:
@@ -123,6 +124,7 @@ def test_order_tools_does_not_depend_on_the_collection_order(data: st.DataObject
     assert order_tools(shuffled, order) == order_tools(tools, order)
 
 
+@pytest.mark.slow
 @settings(FAST, max_examples=150)
 @given(st.data())
 def test_with_shared_names_only_the_copies_keep_collection_order(data: st.DataObject) -> None:

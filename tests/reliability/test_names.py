@@ -135,6 +135,7 @@ def test_file_name_for_maps_any_text_to_a_bounded_plain_name(text: str) -> None:
     assert name.split(".")[0].upper() not in RESERVED
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(st.lists(NASTY_TEXT, unique=True, max_size=30))
 def test_file_name_for_is_distinct_for_distinct_texts(texts: list[str]) -> None:
@@ -143,6 +144,7 @@ def test_file_name_for_is_distinct_for_distinct_texts(texts: list[str]) -> None:
     assert len({name.casefold() for name in names}) == len(texts)  # case-insensitive disks too
 
 
+@pytest.mark.slow
 def test_file_name_for_keeps_a_large_sample_of_look_alikes_apart() -> None:
     rng = random.Random(7)
     alphabet = "aA _-./\\:[]\x00é"  # most of these slug to "_" or vanish
@@ -208,6 +210,7 @@ def _assert_inside(root: Path, path: Path) -> None:
         assert part.split(".")[0].upper() not in RESERVED
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(node_ids())
 def test_cassette_paths_stay_inside_the_root(nodeid: str) -> None:
@@ -217,6 +220,7 @@ def test_cassette_paths_stay_inside_the_root(nodeid: str) -> None:
     assert path.suffix == ".json"
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(st.lists(node_ids(), unique=True, max_size=12))
 def test_distinct_node_ids_get_distinct_cassettes(nodeids: list[str]) -> None:

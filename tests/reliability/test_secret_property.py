@@ -331,6 +331,7 @@ def test_a_key_never_reaches_a_cassettes_file_name(data: st.DataObject) -> None:
     assert other != path  # still one cassette per test
 
 
+@pytest.mark.slow
 @settings(max_examples=80, deadline=None)
 @given(
     data=st.data(),
@@ -355,6 +356,7 @@ def test_a_key_near_a_difference_is_never_printed(
     assert_nowhere(secret, *shown, around=before + after)
 
 
+@pytest.mark.slow
 @settings(max_examples=20, deadline=None)
 @given(data=st.data())
 def test_the_scan_knows_every_shape_the_property_draws(data: st.DataObject) -> None:

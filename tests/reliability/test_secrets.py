@@ -308,6 +308,7 @@ _PIECES = (
 )  # fmt: skip
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(
     st.lists(

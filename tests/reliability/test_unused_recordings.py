@@ -79,6 +79,7 @@ def recordings(fixtures: Path) -> set[str]:
 # -- what update mode used to delete ---------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "narrowing",
     [
@@ -149,6 +150,7 @@ def test_update_lists_unused_recordings_and_keeps_them_without_the_flag(
     assert "--harness-delete-unused" in out
 
 
+@pytest.mark.slow
 def test_the_flag_deletes_only_what_a_full_passing_run_proved_unused(
     pytester: pytest.Pytester, recorded: Path
 ) -> None:
