@@ -158,6 +158,7 @@ values = st.recursive(
 )
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(value=values)
 def test_deep_freeze_and_is_deep_frozen_give_what_the_reference_gives(value: Any) -> None:

@@ -76,6 +76,7 @@ def record(path: Path, run: Any, **config: Any) -> None:
     path.write_bytes(session.finish().files[0][1])
 
 
+@pytest.mark.slow
 def test_an_sdk_client_made_before_the_capture_is_captured_and_replayed(tmp_path: Path) -> None:
     client = anthropic.Anthropic(api_key="sk-ant-test")  # built before, no http_client passed
     path = tmp_path / "turn.json"

@@ -117,6 +117,7 @@ def test_openai_chat_stream_and_async_anthropic_replay(tmp_path: Path) -> None:
     assert asyncio.run(ask()) == "Sunny."
 
 
+@pytest.mark.slow
 def test_openai_responses_api_is_captured_in_its_cache_order(tmp_path: Path) -> None:
     session = CaptureSession(upstream=Provider().transport())
     reply = gpt(session).responses.create(

@@ -214,6 +214,7 @@ BUGGY = {
 }
 
 
+@pytest.mark.slow
 def test_the_scan_finds_an_undeclared_import_even_inside_a_function() -> None:
     found = undeclared_imports(BUGGY, brought_by(("", "pytest", "capture")))
     assert ("harness.capture._transport", "requests") in found

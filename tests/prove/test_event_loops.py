@@ -13,6 +13,9 @@ import pytest
 
 from .conftest import cause_of, make_agent, prove
 
+# Each test runs a generated project under several seeds: seconds each.
+pytestmark = pytest.mark.slow
+
 pytest.importorskip("uvloop")
 
 LOADERS = """

@@ -14,6 +14,9 @@ import pytest
 
 from .conftest import cause_of, make_agent, prove
 
+# Each test runs a generated project under several seeds: seconds each.
+pytestmark = pytest.mark.slow
+
 SEEDS = [1, 7, 2026]
 
 # shape -> (the agent's loaders, the cause the report must name)

@@ -312,6 +312,7 @@ def test_a_correct_program_with_timeouts_and_nested_loops_passes(
     result.assert_outcomes(passed=1)
 
 
+@pytest.mark.slow
 def test_an_async_build_works_from_async_tests(pytester: pytest.Pytester) -> None:
     make_project(pytester, "asyncio-latency", fixed=True)
     pytester.makepyfile(

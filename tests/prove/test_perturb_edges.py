@@ -298,6 +298,7 @@ def test_independent_conversations_may_go_out_in_any_order() -> None:
     assert any("another order" in note for note in result.notes)
 
 
+@pytest.mark.slow
 def test_a_stale_shadowed_copy_is_not_a_race(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

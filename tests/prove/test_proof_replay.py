@@ -72,6 +72,7 @@ def test_a_stable_build_that_differs_from_the_recording_fails_on_replay(tmp_path
     assert session.finish().files == []
 
 
+@pytest.mark.slow
 def test_through_the_plugin_the_test_fails_on_it(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(
         """

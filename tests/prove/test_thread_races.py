@@ -15,6 +15,9 @@ import pytest
 
 from .conftest import cause_of, make_agent, prove
 
+# Each test runs a generated project under several seeds: seconds each.
+pytestmark = pytest.mark.slow
+
 SEEDS = [1, 7, 2026]
 
 THREADS: dict[str, tuple[str, str]] = {

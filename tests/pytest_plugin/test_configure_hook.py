@@ -49,6 +49,7 @@ def test_the_run_sees_what_the_conftest_registered():
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("folder", [".", "tests/agents"])
 def test_a_conftest_registers_a_provider_and_a_matcher_for_the_run(
     pytester: pytest.Pytester, folder: str
@@ -66,6 +67,7 @@ def test_a_conftest_registers_a_provider_and_a_matcher_for_the_run(
         matcher_named("always")
 
 
+@pytest.mark.slow
 def test_without_the_hook_the_run_does_not_know_the_provider(pytester: pytest.Pytester) -> None:
     """The near miss: the same conftest, its hook named otherwise, registers nothing."""
     pytester.makeconftest(CONFTEST.replace("def pytest_harness_configure", "def configure"))

@@ -131,6 +131,7 @@ def _orders(out: str) -> list[str]:
     return [line.strip() for line in out.splitlines() if "order B" in line and ":" in line][:2]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flags", MATRIX)
 def test_rerunning_with_the_printed_seed_reproduces_the_failure(
     pytester: pytest.Pytester, flags: list[str]
@@ -301,6 +302,7 @@ def test_an_unknown_mode_in_ini_is_a_usage_error(pytester: pytest.Pytester) -> N
     assert "harness_mode must be one of" in result.stderr.str()
 
 
+@pytest.mark.slow
 def test_header_snapshot_stores_exact_bytes_and_reports_drift(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -110,6 +110,7 @@ def check(
         return run(pytester, *args)
 
 
+@pytest.mark.slow
 def test_record_once_then_ci_replays_offline_without_touching_the_agent(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -115,6 +115,7 @@ def test_order_tools_is_a_permutation_in_the_configured_order(data: st.DataObjec
     check_order(tools, data.draw(tool_orders(tools)))
 
 
+@pytest.mark.slow
 @settings(FAST, max_examples=150)
 @given(st.data())
 def test_order_tools_does_not_depend_on_the_collection_order(data: st.DataObject) -> None:
@@ -143,6 +144,7 @@ def test_code_units_differ_from_code_points_and_code_units_win() -> None:
     assert names_of(ordered) == ["\ue000", "a", "\U0001f600", "\uff5e"]
 
 
+@pytest.mark.slow
 @settings(FAST, max_examples=200)
 @given(registries(), st.lists(st.one_of(TOOL_NAMES, st.just(TOOL_ORDER_REST)), max_size=6))
 def test_any_tool_order_list_gives_an_order_or_a_tool_order_error(
@@ -293,6 +295,7 @@ def json_mutations(draw: st.DrawFn, samples: list[bytes]) -> bytes:
     return msgspec.json.encode(document)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", list(KINDS))
 @settings(FAST, max_examples=100)
 @given(data=st.data())

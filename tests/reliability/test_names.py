@@ -108,6 +108,7 @@ NASTY_TEXT = st.text(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(NASTY_TEXT)
 def test_any_name_safe_component_accepts_is_one_plain_component(name: str) -> None:

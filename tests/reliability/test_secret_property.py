@@ -283,6 +283,7 @@ def test_a_key_anywhere_in_a_request_is_never_written(
     assert not (tmp_path / "cassette.json").exists()
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(data=st.data(), how=st.sampled_from(list(RESPONSES)))
 def test_a_key_anywhere_in_a_response_is_never_written(
