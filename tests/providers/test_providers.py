@@ -86,11 +86,12 @@ def test_gemini_is_split_tools_system_instruction_contents_with_the_model_from_t
     split = split_request(body, url=GEMINI_URL)
     assert split is not None and split.provider == "gemini"
     assert list(split.view.blocks) == ["tools", "systemInstruction", "contents"]
-    assert split.view.settings == {
-        "generationConfig": {"thinkingConfig": {"thinkingBudget": 128}},
+    assert split.view.settings == {  # generationConfig member by member, sampling left out
+        "generationConfig.thinkingConfig": {"thinkingBudget": 128},
         "model": "gemini-x",
         "toolConfig": {"functionCallingConfig": {"mode": "AUTO"}},
     }
+    assert split.bookkeeping == {"generationConfig.temperature": 0.2, "safetySettings": []}
     assert split.prefix == split.view and split.rule == "exact-prefix"  # implicit caching
     stream = GEMINI_URL.replace(":generateContent", ":streamGenerateContent") + "?alt=sse"
     assert detect_provider(body, stream) == "gemini"
