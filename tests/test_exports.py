@@ -37,6 +37,7 @@ FACES: dict[str, list[str]] = {
         "WriteFailed",
         "WriteRefused",
         "canonical_bytes",
+        "canonical_tools",
         "prove_stable",
         "view_of_header",
         "view_of_request",

@@ -23,6 +23,9 @@ from pathlib import Path
 import msgspec
 
 from harness._errors import EXIT_DRIFT
+from harness._paths import project_fixtures
+from harness.capture._cassette import Exchange
+from harness.cli._output import out
 from harness.providers._pack import (
     AnyRow,
     Breakpoints,
@@ -36,9 +39,10 @@ from harness.providers._pack import (
     overlay,
     rules_pack,
 )
+from harness.rules._analysis import analyse
 from harness.rules._engine import Finding
 from harness.rules._engine import Policy as RulesPolicy
-from harness.rules._inputs import sessions_of
+from harness.rules._inputs import requests_of_exchanges, sessions_of
 from harness.rules._project import policy_of, project_rules, rows_of
 from harness.rules._registry import lint, registered_rules
 
@@ -90,9 +94,6 @@ def project_policy(args: argparse.Namespace) -> Iterator[RulesPolicy]:
 
 
 def cmd_lint(args: argparse.Namespace) -> int:
-    from harness.cli._commands import project_fixtures
-    from harness.cli._output import out
-
     paths = [Path(p) for p in args.paths] if args.paths else [project_fixtures()]
     with project_policy(args) as policy:
         sessions = sessions_of(paths)
@@ -131,12 +132,48 @@ def finding_lines(findings: Sequence[Finding]) -> list[str]:
     return [finding.to_text() for finding in findings]
 
 
+def check_findings(cassettes: Sequence[Path], policy: RulesPolicy) -> list[Finding]:
+    """The rules' findings on `harness check`'s cassettes; the gate's certain breaks are the
+    audit's to report (its warnings, of uncertain effect, are findings here)."""
+    found: list[Finding] = []
+    for path in cassettes:
+        for session in sessions_of([path]):
+            for finding in lint(session):
+                if finding.rule == "prefix-broken" and finding.severity == "error":
+                    continue
+                found.append(policy.apply(finding))
+    return found
+
+
+def rules_markdown(findings: Sequence[Finding]) -> list[str]:
+    """The findings as a Markdown table (the GitHub step summary)."""
+    if not findings:
+        return []
+    lines = ["", "### Cache rules", "", "| rule | severity | file | request | message |"]
+    lines.append("|---|---|---|---|---|")
+    for finding in findings:
+        message = finding.message.replace("|", "\\|")
+        lines.append(
+            f"| `{finding.rule}` | {finding.severity} | `{finding.file}` | {finding.request}"
+            f" | {message} |"
+        )
+    return lines
+
+
+def caches(exchange: Exchange) -> str:
+    """What a recorded request caches under the rules, for `harness show`."""
+    analysis = analyse(requests_of_exchanges([exchange])[0])
+    return (
+        "caching: not judged (no provider)"
+        if analysis is None
+        else f"caching: {analysis.describe()}"
+    )
+
+
 # -- harness rules -------------------------------------------------------------------------------
 
 
 def cmd_rules(args: argparse.Namespace) -> int:
-    from harness.cli._output import out
-
     with project_policy(args):
         pack = rules_pack()
         rules = [

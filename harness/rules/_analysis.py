@@ -46,7 +46,8 @@ class LintRequest:
     """One request to judge: its body, and what is known of how it was sent and answered.
 
     `index` is its 0-based place in its file; `time` and `response` are kept as given (a session
-    file's optional fields). It is a prefix-chain item (`number`, `split`, `continues_stored`).
+    file's optional fields). It is a prefix-chain item (`number`, `split`, `continues_stored`);
+    its split is made from the body unless given (`presplit`: a captured request's own).
     """
 
     index: int
@@ -56,10 +57,12 @@ class LintRequest:
     method: str = "POST"
     time: Any = None
     response: Any = None
-    split: RequestSplit | None = field(init=False)
+    split: RequestSplit | None = None
+    presplit: bool = field(default=False, repr=False)
 
     def __post_init__(self) -> None:
-        self.split = split_request(self.body, url=self.url, headers=self.headers)
+        if not self.presplit:
+            self.split = split_request(self.body, url=self.url, headers=self.headers)
 
     @property
     def number(self) -> int:
@@ -205,7 +208,7 @@ class Analysis:
         if mode == "automatic":
             limit = self.limit.limit if self.limit is not None else len(marks)
             marks = marks[-limit:] if limit else []
-            if self.mode != "explicit":
+            if self.mode != "explicit" and not any(mark.after == ends for mark in marks):
                 marks = [*marks, Mark(ends, None, "(the implicit breakpoint)")]
         elif mode in ("implicit", "units"):
             marks = [Mark(ends, None, "(the whole request)")]
