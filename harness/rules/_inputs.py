@@ -86,7 +86,7 @@ def requests_of_exchanges(exchanges: Sequence[Exchange]) -> list[LintRequest]:
     found = []
     for index, exchange in enumerate(exchanges):
         request = exchange.request
-        body = request.json if isinstance(request.json, dict) else {}
+        body = request.json if isinstance(request.json, dict) else _json_of(request.body)
         response: Any = None
         if not isinstance(exchange.response.json, msgspec.UnsetType):
             response = exchange.response.json
@@ -103,6 +103,15 @@ def requests_of_exchanges(exchanges: Sequence[Exchange]) -> list[LintRequest]:
             )
         )
     return found
+
+
+def _json_of(data: bytes) -> dict[str, Any]:
+    """A body stored as text (JSON that is not compact): decoded, or {} when it is not JSON."""
+    try:
+        value = msgspec.json.decode(data)
+    except (msgspec.DecodeError, RecursionError):
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def _lines(path: Path) -> Iterator[LintRequest]:

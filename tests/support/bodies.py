@@ -9,7 +9,12 @@ minimum.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
+
+import httpx2
+
+from harness.capture import CaptureSession
 
 MARK = {"type": "ephemeral"}
 ANTHROPIC_URL = "https://api.anthropic.com/v1/messages"
@@ -91,3 +96,24 @@ def line(body: dict[str, Any], url: str | None = None, **extra: Any) -> str:
     """One line of a session `.jsonl`: the body alone, or wrapped with its URL."""
     value: dict[str, Any] = body if url is None else {"url": url, "body": body, **extra}
     return json.dumps(value)
+
+
+def too_many() -> dict[str, Any]:
+    """An Anthropic body with five cache_control blocks: the API refuses it."""
+    body = claude(1100)
+    body["messages"] = [{"role": "user", "content": [text_block(8, MARK) for _ in range(4)]}]
+    return body
+
+
+def record_cassette(path: Path, *bodies: dict[str, Any], url: str = ANTHROPIC_URL) -> Path:
+    """A cassette as the plugin records one: the bodies sent through a capture session (as text
+    with spaces, the way a hand-rolled client sends JSON) to a stand-in."""
+    usage = {"input_tokens": 10, "output_tokens": 2}
+    answer = {"id": "msg_1", "type": "message", "content": [], "usage": usage}
+    upstream = httpx2.MockTransport(lambda request: httpx2.Response(200, json=answer))
+    session = CaptureSession.for_test(path, "record", writes_allowed=True, upstream=upstream)
+    for body in bodies:
+        session.httpx2_client().post(url, content=json.dumps(body))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(session.finish().files[0][1])
+    return path
