@@ -274,6 +274,8 @@ def _judge(a: _Entry, b: _Entry) -> PrefixBreak | None:
     if report.identical or _goes_back(a, b, markers):
         return None
     size = prompt_size(prefix)
+    if report.kind == "settings" and not report.invalidated and size:
+        return None  # e.g. tool_choice: it invalidates the messages, and the prefix stops before
     kept = min(report.prefix_bytes_kept, size)
     return PrefixBreak(
         index=b.number,

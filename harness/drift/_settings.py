@@ -10,7 +10,7 @@ a cache breakpoint's time to live is its own reason (`names_ttl`).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 from harness._reasons import MODEL_CHANGED, Reason, Vocabulary
 from harness._views import prompt_bytes
@@ -38,10 +38,18 @@ def setting_reason(
     return vocabulary.setting(keys[ranked[0]]) if ranked else None
 
 
+# The conversation: the last level wherever it is named (a cached prefix may stop before it).
+_CONVERSATION: Final = frozenset({"messages", "input", "contents"})
+
+
 def setting_level(reason: Reason | None, order: Sequence[str]) -> int:
-    """The index in `order` of the first block a setting change invalidates (0: all of them)."""
-    if reason is None or reason.level is None or reason.level not in order:
+    """The index in `order` of the first block a setting change invalidates (0: all of them;
+    `len(order)`: none of them, when it invalidates the conversation and a cached prefix that
+    stops before the conversation is compared)."""
+    if reason is None or reason.level is None:
         return 0
+    if reason.level not in order:
+        return len(order) if reason.level in _CONVERSATION else 0
     return order.index(reason.level)
 
 

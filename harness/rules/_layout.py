@@ -12,7 +12,9 @@ is added by the caller (it needs the body).
 
 Each unit keeps its size (its JSON without markers, as the tokens are estimated from) and a
 running digest of everything up to it, so two requests share a prefix up to boundary `k` exactly
-when their digests there are equal (`Layout.digest(k)`); the settings are part of the first one.
+when their digests there are equal (`Layout.digest(k)`); the settings are part of the first one,
+except those that key only the conversation (Anthropic's `tool_choice`, `thinking`), which join
+at the conversation's first unit.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, NamedTuple
 
+from harness._reasons import vocabulary_for
 from harness._views import RequestSplit, encode_json
 
 __all__ = ["Layout", "Mark", "Unit", "layout", "marker_count"]
@@ -60,12 +63,16 @@ class Layout:
     marks: list[Mark]
     settings: bytes
     markers: int = 0  # every marker in the blocks, nested ones included (what a limit counts)
+    late: bytes = b""  # settings that key only the conversation (Anthropic's tool_choice)
     _digests: list[bytes] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         running = hashlib.sha256(self.settings).digest()
         self._digests = [running]
+        late = self.late
         for unit in self.units:
+            if unit.conversation and late:
+                running, late = hashlib.sha256(running + late).digest(), b""
             running = hashlib.sha256(running + unit.text).digest()
             self._digests.append(running)
 
@@ -117,7 +124,11 @@ def layout(split: RequestSplit, markers: Sequence[str] = ()) -> Layout:
             units.append(Unit(pointer, name, len(text), conversation, digest))
             if found:
                 marks.append(Mark(len(units), found[-1], pointer))
-    return Layout(units, marks, encode_json(split.view.settings), count)
+    vocabulary = vocabulary_for(split.provider)
+    settings = split.view.settings
+    late = {k: v for k, v in settings.items() if vocabulary.setting(k).level in CONVERSATION}
+    early = {k: v for k, v in settings.items() if k not in late}
+    return Layout(units, marks, encode_json(early), count, late=encode_json(late) if late else b"")
 
 
 def marker_count(layout_: Layout) -> int:

@@ -274,8 +274,8 @@ def test_claude_on_vertex_with_messages_before_system(
 # -- write-never-read ----------------------------------------------------------------------------
 
 
-def conversation(turns: list[str], *, mark_last: bool = True) -> dict[str, Any]:
-    body = claude(1100)  # the system block marked: tools and system cached across turns
+def conversation(turns: list[str], *, mark_last: bool = True, **extra: Any) -> dict[str, Any]:
+    body = claude(1100, **extra)  # the system block marked: tools and system cached across turns
     messages: list[dict[str, Any]] = []
     for turn, text in enumerate(turns):
         if turn:
@@ -358,3 +358,22 @@ def test_a_setting_of_unknown_effect_is_a_prefix_broken_warning(
     code, found = lint(tmp_path, capsys, line(first, RESPONSES_URL), line(second, RESPONSES_URL))
     assert code == 0 and rules(found) == [("prefix-broken", "warning", 1)]
     assert found[0]["message"].startswith("unknown_setting_changed:")
+
+
+def test_a_tool_choice_change_keeps_the_system_cache_the_conversation_did_not_write(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Anthropic: tool_choice invalidates the messages level only; the marker is on the system
+    first = claude(1100, tool_choice={"type": "auto"})
+    second = claude(1100, turns=2, tool_choice={"type": "any"})
+    assert lint(tmp_path, capsys, line(first, ANTHROPIC_URL), line(second, ANTHROPIC_URL)) == (
+        0,
+        [],
+    )
+    # near miss: the conversation is cached too (its newest block marked): that part is lost
+    first = conversation(["Plan a trip. " + "x" * 400], tool_choice={"type": "auto"})
+    second = conversation(["Plan a trip. " + "x" * 400, "Book it."], tool_choice={"type": "any"})
+    code, found = lint(tmp_path, capsys, line(first, ANTHROPIC_URL), line(second, ANTHROPIC_URL))
+    assert code == 1 and rules(found) == [("prefix-broken", "error", 1)]
+    assert found[0]["message"].startswith("tool_choice_changed:")
+    assert "the system cache stays" in found[0]["message"]
