@@ -5,7 +5,7 @@ on cassettes, folders of them, request bodies and session files (`harness.rules.
 the project's rules file applied (`harness-rules.json` here, or `--rules`). Exit 1 when a finding
 is an error, 0 otherwise, 2 for bad input. JSON output is an object: `findings` (each with
 `rule`, `severity`, `file`, `request`, `message`, and `provider`, `model`, `pointer` when known),
-`files`, `requests`, and the count per severity.
+`files`, `requests`, the count per severity, and `unjudged` (requests no provider recognises).
 
 `harness rules [--format text|json]` prints the rules (name, default severity, providers,
 meaning, fix) and the pack's rows with their sources, dates and conflicts, the project's rows
@@ -100,6 +100,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
         findings = [finding for session in sessions for finding in lint(session, policy)]
     files = len({session.file for session in sessions})
     requests = sum(len(session.requests) for session in sessions)
+    unjudged = sum(analysis is None for session in sessions for analysis in session.analyses)
     counts = Counter(finding.severity for finding in findings)
     if args.format == "json":
         out(
@@ -111,20 +112,23 @@ def cmd_lint(args: argparse.Namespace) -> int:
                     "errors": counts["error"],
                     "warnings": counts["warning"],
                     "info": counts["info"],
+                    "unjudged": unjudged,
                 }
             ).decode()
         )
     else:
         for line in finding_lines(findings):
             out(line)
+        where = f"in {requests} requests of {files} file(s)"
+        if unjudged:
+            where += f" ({unjudged} no provider recognises, not judged: give them their url)"
         if findings:
             out(
                 f"harness lint: {len(findings)} finding(s) ({counts['error']} error(s),"
-                f" {counts['warning']} warning(s), {counts['info']} info) in {requests} requests"
-                f" of {files} file(s)"
+                f" {counts['warning']} warning(s), {counts['info']} info) {where}"
             )
         else:
-            out(f"harness lint: no findings in {requests} requests of {files} file(s)")
+            out(f"harness lint: no findings {where}")
     return EXIT_DRIFT if counts["error"] else 0
 
 

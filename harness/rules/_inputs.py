@@ -8,7 +8,9 @@
   (`{"method", "url", "json"}`) or a session line's object (`{"url", "body"}`) too;
 - a session (`.jsonl`): one request a line, a bare body or an object with `url`, `body` and
   optional `headers`, `method`, `time` and `response` (so a proxy log or a trace export can be
-  linted); blank lines are skipped, and `request` counts requests, not lines.
+  linted; a `body` given as JSON text is decoded); blank lines are skipped, and `request`
+  counts requests, not lines. A line no provider recognises is counted as not judged (`harness
+  lint` says how many); a file of which no line is recognised is bad input.
 
 Every file is read strictly: anything else is a `FixtureError`, one line naming the file (and
 the line) and what it should be; the CLI exits 2.
@@ -34,6 +36,10 @@ __all__ = ["requests_of_exchanges", "sessions_of"]
 
 _WRAPPED: Final = frozenset({"url", "body", "time", "response", "headers", "method"})
 _WHAT: Final = "pass a cassette, a folder of cassettes, a request body .json or a session .jsonl"
+_URL: Final = (
+    'give the request as sent with its URL, {"url": ..., "body": ...} (the provider is known by'
+    " its URL: a body alone is often ambiguous)"
+)
 
 
 def sessions_of(paths: Sequence[Path]) -> list[Session]:
@@ -49,7 +55,10 @@ def sessions_of(paths: Sequence[Path]) -> list[Session]:
             for cassette in cassettes:
                 sessions += _cassette(cassette)
         elif path.suffix == ".jsonl":
-            sessions.append(Session(str(path), list(_lines(path))))
+            session = Session(str(path), list(_lines(path)))
+            if not any(analysis is not None for analysis in session.analyses):
+                raise FixtureError(path, "holds no request body any provider recognises", _URL)
+            sessions.append(session)
         else:
             sessions += _json_file(path)
     return sessions
@@ -65,9 +74,7 @@ def _json_file(path: Path) -> list[Session]:
         raise FixtureError(path, f"is a {kind} file, not a cassette or a request body", _WHAT)
     request = _request(value, 0, str(path))
     if request.split is None:
-        raise FixtureError(
-            path, "is not a request body any provider recognises", f"{_WHAT} (a request as sent)"
-        )
+        raise FixtureError(path, "is not a request body any provider recognises", _URL)
     return [Session(str(path), [request])]
 
 
@@ -152,6 +159,11 @@ def _request(value: Any, index: int, where: str) -> LintRequest:
         return LintRequest(
             index, recorded.json, url=recorded.url, headers=recorded.headers, method=recorded.method
         )
+    if isinstance(value.get("body"), str) and set(value) <= _WRAPPED:  # a log's body as text
+        body = _decode(value["body"].encode("utf-8"), f"{where}: its body")
+        if not isinstance(body, dict):
+            raise FixtureError(where, "its body is not a JSON object", "one request an object")
+        value = {**value, "body": body}
     if isinstance(value.get("body"), dict) and set(value) <= _WRAPPED:
         url = value.get("url")
         method = value.get("method", "POST")

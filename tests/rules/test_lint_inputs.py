@@ -220,3 +220,38 @@ def test_responses_with_a_stored_conversation_are_linted(
     path.write_text(line(body, RESPONSES_URL) + "\n", encoding="utf-8")
     code, out, _ = run(capsys, "lint", str(path), "--format", "json")
     assert code == 0 and [f["rule"] for f in json.loads(out)["findings"]] == ["below-minimum"]
+
+
+def test_a_session_line_whose_body_is_json_text_is_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "proxy.jsonl"  # proxy logs keep the body as the text that was sent
+    path.write_text(
+        json.dumps({"url": ANTHROPIC_URL, "body": json.dumps(too_many())}) + "\n", encoding="utf-8"
+    )
+    code, out, _ = run(capsys, "lint", str(path), "--format", "json")
+    assert code == 1 and [f["rule"] for f in json.loads(out)["findings"]] == [
+        "too-many-breakpoints"
+    ]
+    path.write_text(json.dumps({"url": ANTHROPIC_URL, "body": "{nope"}) + "\n", encoding="utf-8")
+    code, out, err = run(capsys, "lint", str(path))
+    assert code == 2 and "proxy.jsonl:1: its body: is not valid JSON" in err
+
+
+def test_session_lines_no_provider_recognises_are_never_a_silent_pass(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ambiguous = {"model": "claude-sonnet-4-5", "max_tokens": 5, "messages": []}  # Chat's shape too
+    path = tmp_path / "s.jsonl"
+    path.write_text(line(ambiguous) + "\n" + line(ambiguous) + "\n", encoding="utf-8")
+    code, out, err = run(capsys, "lint", str(path))
+    assert code == 2 and out == "" and "holds no request body any provider recognises" in err
+    assert '{"url": ..., "body": ...}' in err and len(err.strip().splitlines()) == 1
+    path.write_text(line(too_many(), ANTHROPIC_URL) + "\n" + line(ambiguous) + "\n", "utf-8")
+    code, out, _ = run(capsys, "lint", str(path))
+    assert code == 1 and "1 no provider recognises, not judged" in out
+    code, out, _ = run(capsys, "lint", str(path), "--format", "json")
+    assert json.loads(out)["unjudged"] == 1
+    path.write_text(line(ambiguous, ANTHROPIC_URL) + "\n", encoding="utf-8")  # its URL says
+    code, out, _ = run(capsys, "lint", str(path), "--format", "json")
+    assert code == 0 and json.loads(out)["unjudged"] == 0
