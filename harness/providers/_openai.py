@@ -147,8 +147,12 @@ class OpenAIResponses(Provider):
         blocks: dict[str, Any] = {}
         if "tools" in body:
             blocks["tools"] = body["tools"]
-        if "text" in body:
-            blocks["response_format"] = body["text"]
+        text = body.get("text")
+        if isinstance(text, dict) and "verbosity" in text:  # a setting of its own in the text
+            settings = {**settings, "verbosity": text["verbosity"]}
+            text = {key: value for key, value in text.items() if key != "verbosity"}
+        if "text" in body and text != {}:
+            blocks["response_format"] = text
         for key in ("instructions", "input"):
             if key in body:
                 blocks[key] = body[key]

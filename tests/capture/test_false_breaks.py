@@ -192,3 +192,20 @@ def test_a_moved_anthropic_breakpoint_is_still_an_extension_and_an_edit_still_br
     edited["system"][0]["text"] = "You plan walks."
     (found,) = send(claude(1), edited, url=ANTHROPIC).prefix_breaks()
     assert found.verdict == "system_changed"
+
+
+def test_a_responses_verbosity_change_is_named_verbosity_not_the_text_format() -> None:
+    (found,) = send(
+        responses(1, text={"format": {"type": "text"}, "verbosity": "low"}),
+        responses(2, text={"format": {"type": "text"}, "verbosity": "high"}),
+        url=RESPONSES,
+    ).prefix_breaks()
+    assert found.verdict == "verbosity_changed"  # OpenAI's own miss reason; was text_format
+    (found,) = send(
+        responses(1, text={"format": {"type": "text"}, "verbosity": "low"}),
+        responses(2, text={"format": {"type": "json_object"}, "verbosity": "low"}),
+        url=RESPONSES,
+    ).prefix_breaks()
+    assert found.verdict == "text_format_changed"
+    same = responses(2, text={"verbosity": "low"})
+    assert send(responses(1, text={"verbosity": "low"}), same, url=RESPONSES).prefix_breaks() == []
