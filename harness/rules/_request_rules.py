@@ -183,6 +183,11 @@ class TtlOrder(Rule):
 
 
 _VOLATILE: Final = frozenset({"a timestamp", "a UUID", "a date", "a hex id"})
+# Beside the hints' patterns: a time of day to the second, and seconds or milliseconds since the
+# epoch from 2017 to 2033 (a bare "09:00" or a ten-digit number is as often a schedule or an id).
+_CLOCK: Final = re.compile(r"(?<![\d:])\d{1,2}:\d{2}:\d{2}(?:\.\d+)?(?![\d:])")
+_EPOCH: Final = re.compile(r"(?<![\d.])1[5-9]\d{8}(?:\d{3})?(?!\d)(?!\.\d)")
+_NIL_UUID: Final = "00000000-0000-0000-0000-000000000000"
 _TEMP_PATH: Final = re.compile(
     r"(?:/tmp/|/var/tmp/|/var/folders/|/private/var/folders/|/private/tmp/)[^\s\"'`<>|,;()\[\]{}\\]*"
     r"|[A-Za-z]:(?:\\\\|\\|/)(?:Users|Documents and Settings)(?:\\\\|\\|/)[^\s\"'`<>|,;]*?"
@@ -204,10 +209,18 @@ class VolatileInPrefix(Rule):
         for analysis in session.analysed():
             for unit in analysis.layout.stable():
                 text = unit.text.decode("utf-8", "replace")
-                found = volatile_matches(text, _VOLATILE)
+                found = [
+                    (noun, value)
+                    for noun, value in volatile_matches(text, _VOLATILE)
+                    if value != _NIL_UUID  # a placeholder, the same every run
+                ]
+                if not found:
+                    found += [("a timestamp", m.group()) for m in _CLOCK.finditer(text)]
+                    found += [("a Unix time", m.group()) for m in _EPOCH.finditer(text)]
                 found += [
                     ("a temporary path", m.group().rstrip(".,:;"))
                     for m in _TEMP_PATH.finditer(text)
+                    if _generated(m.group())
                 ]
                 for noun, value in found[:3]:
                     yield session.finding(
@@ -220,6 +233,19 @@ class VolatileInPrefix(Rule):
                     )
                 if found:
                     break  # one unit's findings per request: the first place is the one to fix
+
+
+def _generated(path: str) -> bool:
+    """Whether a temporary path holds a generated name (`/tmp/tmpab12cd34`, `pytest-12`, a
+    macOS `/var/folders/...` one): a bare `/tmp/` or `/tmp/out.txt` is the same every run."""
+    if "/var/folders/" in path:
+        return True
+    parts = re.split(r"[\\/]+", path)
+    return any(
+        any(c.isdigit() for c in part) and (any(c.isalpha() for c in part) or part.isdigit())
+        for part in parts[2:]
+        if part and not part.endswith(":")
+    )
 
 
 class VertexKeyOrder(Rule):

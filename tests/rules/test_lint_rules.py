@@ -247,6 +247,29 @@ def test_a_timestamp_in_the_system_prompt_is_volatile_in_the_prefix(
     assert lint(tmp_path, capsys, line(latest, ANTHROPIC_URL)) == (0, [])
 
 
+@pytest.mark.parametrize(
+    ("volatile", "stable"),
+    [
+        ("It is 08:14:03 now.", "Run the report at 09:00 daily."),
+        ("Started at 1733310000.", "Call 1234567890 for support."),
+        ("Work in /tmp/tmpab12cd34/out.", "Write the result to /tmp/out.txt."),
+        (
+            "Request 3f2b9c1e-8d4a-4e6b-9a7c-1d2e3f4a5b6c.",
+            "Ids look like 00000000-0000-0000-0000-000000000000.",
+        ),
+    ],
+    ids=["clock", "epoch", "temp-path", "uuid"],
+)
+def test_volatile_values_fire_and_their_stable_look_alikes_do_not(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], volatile: str, stable: str
+) -> None:
+    for text, expected in ((volatile, ["volatile-in-prefix"]), (stable, [])):
+        body = claude(1100)
+        body["system"][0]["text"] += f" {text}"
+        _, found = lint(tmp_path, capsys, line(body, ANTHROPIC_URL))
+        assert [f["rule"] for f in found] == expected, text
+
+
 # -- vertex-key-order ----------------------------------------------------------------------------
 
 
