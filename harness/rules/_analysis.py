@@ -122,6 +122,17 @@ class Analysis:
         """False when the provider has minimums per model and none names this one."""
         return self.minimum is not None or not self.pack.has_models(Minimum, self.provider)
 
+    @property
+    def held_elsewhere(self) -> str:
+        """What of the prompt the request does not carry: a conversation stored on the server
+        (OpenAI's `previous_response_id`, `conversation`) or Gemini's explicit `cachedContent`;
+        "" when it carries all of it. Its size, and so whether it caches, is not in the request."""
+        if self.request.continues_stored():
+            return "a conversation stored on the server"
+        if "cachedContent" in self.request.body:
+            return "an explicit cachedContent"
+        return ""
+
     @cached_property
     def mode(self) -> str:
         """OpenAI's `prompt_cache_options.mode` (`implicit` by default); "" for other providers."""
@@ -199,7 +210,7 @@ class Analysis:
     @cached_property
     def writes(self) -> list[Write]:
         """The breakpoints the provider is asked to write, each with whether it is written."""
-        if self.caching is None or self.refused:
+        if self.caching is None or self.refused or self.held_elsewhere:
             return []
         default = self.ttl.default if self.ttl is not None else ""
         ends = len(self.layout.units)
@@ -237,6 +248,8 @@ class Analysis:
                 f"the API refuses this request: {self.counted} breakpoints, at most"
                 f" {self.limit.limit} ({self.limit.counts})"
             )
+        if self.held_elsewhere:
+            return f"reads {self.held_elsewhere}: what it caches is not in the request"
         if not self.model_known:
             named = self.model or "a request without a model"
             return f"whether it caches is unknown: the rules know no minimum for {named}"

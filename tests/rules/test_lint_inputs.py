@@ -215,11 +215,35 @@ def test_printed_findings_are_redacted(tmp_path: Path, capsys: pytest.CaptureFix
 def test_responses_with_a_stored_conversation_are_linted(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    # the stored conversation is part of the prompt but not of the body: its size is unknown,
+    # so "nothing is cached: ~3 tokens" would be a false alarm
     body = {"model": "gpt-5.6", "previous_response_id": "resp_1", "input": "and then?"}
     path = tmp_path / "s.jsonl"
     path.write_text(line(body, RESPONSES_URL) + "\n", encoding="utf-8")
     code, out, _ = run(capsys, "lint", str(path), "--format", "json")
+    assert code == 0 and json.loads(out)["findings"] == []
+    del body["previous_response_id"]  # near miss: the whole prompt is sent, and it is small
+    path.write_text(line(body, RESPONSES_URL) + "\n", encoding="utf-8")
+    code, out, _ = run(capsys, "lint", str(path), "--format", "json")
     assert code == 0 and [f["rule"] for f in json.loads(out)["findings"]] == ["below-minimum"]
+
+
+def test_a_gemini_request_on_an_explicit_cache_is_not_said_to_cache_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:generateContent"
+    body = {
+        "cachedContent": "cachedContents/abc",
+        "contents": [{"role": "user", "parts": [{"text": "hi"}]}],
+    }
+    path = tmp_path / "g.jsonl"
+    path.write_text(line(body, url) + "\n", encoding="utf-8")
+    code, out, _ = run(capsys, "lint", str(path), "--format", "json")
+    assert code == 0 and json.loads(out)["findings"] == []
+    del body["cachedContent"]
+    path.write_text(line(body, url) + "\n", encoding="utf-8")
+    code, out, _ = run(capsys, "lint", str(path), "--format", "json")
+    assert [f["rule"] for f in json.loads(out)["findings"]] == ["below-minimum"]
 
 
 def test_a_session_line_whose_body_is_json_text_is_read(
