@@ -9,7 +9,8 @@ for), then writes the breakpoints the rules say are written. From it:
   than a breakpoint looks: the prefix is written again instead of read;
 - `write-never-read`: a write (an entry at or above the minimum) that no later request reads,
   although its conversation goes on: its write premium buys nothing (a write the next request
-  breaks is the gate's finding, `prefix-broken`, not this one).
+  breaks is the gate's finding, `prefix-broken`, and one a later breakpoint could not reach is
+  `lookback-exceeded`'s, not this one).
 
 And from the prefix-chain gate, `prefix-broken` (its verdict word first: `tools_changed`,
 `messages_changed`...; an effect the rules do not know for certain, or a compaction, is a
@@ -180,8 +181,12 @@ class WriteNeverRead(Rule):
     def check(self, session: Session) -> Iterable[Finding]:
         chain = session.chain  # a break the gate reports explains its own unread write
         explained = {item.previous - 1 for item in [*chain.breaks, *chain.warnings]}
-        for entry in simulate(session).entries:
+        result = simulate(session)
+        out_of_reach = {id(entry) for *_, entry in result.out_of_reach}  # lookback-exceeded's
+        for entry in result.entries:
             if entry.read or entry.owner in explained or not session.continued(entry.owner):
+                continue
+            if id(entry) in out_of_reach:
                 continue
             yield session.finding(
                 self,

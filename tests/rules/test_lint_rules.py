@@ -221,6 +221,24 @@ def test_a_breakpoint_21_blocks_after_the_previous_write_is_out_of_reach(
     assert lint(tmp_path, capsys, *(line(b, ANTHROPIC_URL) for b in at_the_edge)) == (0, [])
 
 
+def test_a_write_out_of_a_later_breakpoints_reach_is_reported_once_as_the_lookback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the first turn writes up to its message; the second adds 21 blocks: the write is never
+    # read because of the lookback, which is the one finding (not also write-never-read)
+    first = claude(1100, mark=None)
+    first["messages"] = [{"role": "user", "content": [text_block(8, MARK)]}]
+    second = claude(1100, mark=None)
+    reply = [{"type": "text", "text": f"step {n}"} for n in range(20)]
+    second["messages"] = [
+        {"role": "user", "content": [text_block(8)]},
+        {"role": "assistant", "content": reply},
+        {"role": "user", "content": [{"type": "text", "text": "go on", "cache_control": MARK}]},
+    ]
+    code, found = lint(tmp_path, capsys, line(first, ANTHROPIC_URL), line(second, ANTHROPIC_URL))
+    assert code == 0 and rules(found) == [("lookback-exceeded", "warning", 1)]
+
+
 # -- volatile-in-prefix --------------------------------------------------------------------------
 
 
