@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from harness.rules._analysis import Analysis
-from harness.rules._engine import Finding, Rule, Session
+from harness.rules._engine import Finding, Rule, Session, Severity
 
 __all__ = [
     "LookbackExceeded",
@@ -215,12 +215,20 @@ class PrefixBroken(Rule):
         found = sorted([*chain.breaks, *chain.warnings], key=lambda item: item.index)
         for item in found:
             previous = session.offset + item.previous - 1
+            message = (
+                f"{item.report.summary} (against request {previous}, the request it continues)"
+            )
+            severity: Severity = "error" if item.severity == "error" else "warning"
+            if session.moves_header:  # the test says its header moves, and why
+                message += f"; expected: moves_header(reason={session.moves_header!r})"
+                severity = "info"
             yield session.finding(
                 self,
                 item.index - 1,
-                f"{item.report.summary} (against request {previous}, the request it continues)",
-                severity="error" if item.severity == "error" else "warning",
+                message,
+                severity=severity,
                 pointer=item.report.raw_pointer,
+                expected=bool(session.moves_header),
             )
 
 

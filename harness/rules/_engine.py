@@ -47,6 +47,7 @@ class Finding(msgspec.Struct, frozen=True, omit_defaults=True):
     provider: str = ""
     model: str = ""
     pointer: str = ""
+    expected: bool = False  # the test said so (moves_header): an info no policy raises
 
     def to_text(self) -> str:
         return f"{self.file}: request {self.request}: {self.severity} {self.rule}: {self.message}"
@@ -74,6 +75,7 @@ class Session:
     file: str
     requests: Sequence[LintRequest]
     offset: int = 0  # what a finding's `request` adds (a cassette's prove_stable calls)
+    moves_header: str = ""  # the reason of the test's moves_header marker (a cassette's)
     analyses: list[Analysis | None] = field(init=False)
     links: list[int | None] = field(init=False)
     shared: dict[str, Any] = field(default_factory=dict)  # what rules compute once and share
@@ -121,6 +123,7 @@ class Session:
         *,
         severity: Severity | None = None,
         pointer: str = "",
+        expected: bool = False,
     ) -> Finding:
         analysis = self.analyses[index] if 0 <= index < len(self.analyses) else None
         return Finding(
@@ -132,6 +135,7 @@ class Session:
             provider=analysis.provider if analysis is not None else "",
             model=(analysis.model or "") if analysis is not None else "",
             pointer=pointer,
+            expected=expected,
         )
 
 
@@ -179,6 +183,8 @@ class Policy:
 
     def apply(self, finding: Finding) -> Finding:
         """The finding with the project's severity: an error where the rule fails."""
+        if finding.expected:
+            return finding
         level: Severity = dict(self.severity).get(finding.rule, finding.severity)
         if finding.rule == ALWAYS_ERROR and finding.severity == "error":
             level = "error"  # the API refuses the request: never less than an error

@@ -2,7 +2,8 @@
 
 - a cassette (a `.json` file of kind `harness/capture`): the test's exchanges are one session,
   each `prove_stable` call's recorded build another; a finding's `request` counts the file's
-  exchanges in that order (the test's first, then each call's);
+  exchanges in that order (the test's first, then each call's); a test marked `moves_header`
+  has its prefix breaks as `info`, expected;
 - a folder: every cassette under it (hidden and virtual-environment folders skipped);
 - a provider request body (any other `.json`): one request, as sent; a recorded request
   (`{"method", "url", "json"}`) or a session line's object (`{"url", "body"}`) too;
@@ -80,10 +81,12 @@ def _json_file(path: Path) -> list[Session]:
 
 def _cassette(path: Path) -> list[Session]:
     capture: CaptureFile = load_cassette(path)
-    sessions = [Session(str(path), requests_of_exchanges(capture.exchanges))]
+    moves = capture.moves_header if isinstance(capture.moves_header, str) else ""
+    sessions = [Session(str(path), requests_of_exchanges(capture.exchanges), moves_header=moves)]
     offset = len(capture.exchanges)
     for proof in capture.proofs:
-        sessions.append(Session(str(path), requests_of_exchanges(proof.exchanges), offset=offset))
+        exchanges = requests_of_exchanges(proof.exchanges)
+        sessions.append(Session(str(path), exchanges, offset=offset, moves_header=moves))
         offset += len(proof.exchanges)
     return sessions
 

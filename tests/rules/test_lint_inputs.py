@@ -279,3 +279,19 @@ def test_session_lines_no_provider_recognises_are_never_a_silent_pass(
     path.write_text(line(ambiguous, ANTHROPIC_URL) + "\n", encoding="utf-8")  # its URL says
     code, out, _ = run(capsys, "lint", str(path), "--format", "json")
     assert code == 0 and json.loads(out)["unjudged"] == 0
+
+
+def test_a_cassette_of_a_test_marked_moves_header_has_its_break_as_expected(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tools = [{"name": name, "input_schema": {"type": "object"}} for name in ("bash", "grep")]
+    bodies = (claude(1100, tools=tools), claude(1100, turns=2, tools=tools[::-1]))
+    folder = tmp_path / "fixtures" / "cassettes"
+    marked = record_cassette(folder / "marked.json", *bodies, moves_header="tools reloaded")
+    code, out, _ = run(capsys, "lint", str(marked), "--format", "json", "--fail-on", "all")
+    (finding,) = json.loads(out)["findings"]
+    assert code == 0 and (finding["rule"], finding["severity"]) == ("prefix-broken", "info")
+    assert "expected: moves_header(reason='tools reloaded')" in finding["message"]
+    unmarked = record_cassette(folder / "unmarked.json", *bodies)  # near miss: not marked
+    code, out, _ = run(capsys, "lint", str(unmarked), "--format", "json")
+    assert code == 1 and [f["severity"] for f in json.loads(out)["findings"]] == ["error"]

@@ -105,13 +105,17 @@ def too_many() -> dict[str, Any]:
     return body
 
 
-def record_cassette(path: Path, *bodies: dict[str, Any], url: str = ANTHROPIC_URL) -> Path:
+def record_cassette(
+    path: Path, *bodies: dict[str, Any], url: str = ANTHROPIC_URL, moves_header: str | None = None
+) -> Path:
     """A cassette as the plugin records one: the bodies sent through a capture session (as text
-    with spaces, the way a hand-rolled client sends JSON) to a stand-in."""
+    with spaces, the way a hand-rolled client sends JSON) to a stand-in; `moves_header` the
+    reason of the test's marker."""
     usage = {"input_tokens": 10, "output_tokens": 2}
     answer = {"id": "msg_1", "type": "message", "content": [], "usage": usage}
     upstream = httpx2.MockTransport(lambda request: httpx2.Response(200, json=answer))
     session = CaptureSession.for_test(path, "record", writes_allowed=True, upstream=upstream)
+    session.moves_header = moves_header
     for body in bodies:
         session.httpx2_client().post(url, content=json.dumps(body))
     path.parent.mkdir(parents=True, exist_ok=True)
