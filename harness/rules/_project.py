@@ -29,7 +29,17 @@ def project_rules(root: Path, paths: Iterable[str | Path] = ()) -> list[RulesFil
     named = [path if path.is_absolute() else root / path for path in named]
     if not named and (root / PROJECT_FILE).is_file():
         named = [root / PROJECT_FILE]
-    return [load_rules_file(path) for path in named]
+    files = []
+    for path in named:
+        rules = load_rules_file(path)
+        Policy.of(  # an unknown rule name is named with its file
+            rule_names(),
+            fail_on=rules.fail_on,
+            severity=rules.severity.items(),
+            where=f"{path}: fail_on/severity",
+        )
+        files.append(rules)
+    return files
 
 
 def rows_of(files: Sequence[RulesFile]) -> list[AnyRow]:

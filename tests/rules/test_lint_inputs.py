@@ -156,6 +156,13 @@ def test_the_projects_rules_file_adds_rows_and_sets_what_fails(
     (finding,) = json.loads(out)["findings"]
     assert code == 1 and (finding["rule"], finding["severity"]) == ("below-minimum", "error")
     assert "minimum 2,048 for claude-test" in finding["message"]
+    rules["fail_on"] = ["below-minimun"]  # a typo is named with its file
+    (tmp_path / "harness-rules.json").write_text(json.dumps(rules), encoding="utf-8")
+    code, out, err = run(capsys, "lint", str(body))
+    assert code == 2 and out == ""
+    assert (
+        f"{tmp_path / 'harness-rules.json'}: fail_on/severity: unknown rule 'below-minimun'" in err
+    )
 
 
 def test_a_rules_row_without_its_source_is_bad_input(
