@@ -185,7 +185,11 @@ def summary_lines(
     lines = [f"{path}: cassette, {len(capture.exchanges)} exchanges, {len(capture.proofs)} proofs"]
     if isinstance(capture.moves_header, str):
         lines.append(f"  moves_header: {capture.moves_header}")
-    said = caching or (lambda exchange: "")
+
+    def said(exchange: Exchange) -> str:
+        text = caching(exchange) if caching is not None else ""
+        return f"; {text}" if text else ""
+
     for number, exchange in enumerate(capture.exchanges, start=1):
         lines.append("  " + _request_line(number, exchange) + said(exchange))
     for call, proof in enumerate(capture.proofs, start=1):

@@ -76,7 +76,8 @@ def test_show_says_what_each_request_caches(
         "caching: nothing is cached: ~500 tokens, minimum 4,096 for claude-opus-4-6"
         " (tokens: bytes / 4)"
     )
-    assert lines[2].endswith("caching: caches ~1,100 tokens up to /system/0 (5m)")
+    assert lines[2].endswith("; caching: caches ~1,100 tokens up to /system/0 (5m)")
+    assert "written 0; caching:" in lines[1]  # the stand-in's cache signal, then the rules
     assert lines[3].endswith(
         "caching: whether it caches is unknown: the rules know no minimum for claude-test"
     )
