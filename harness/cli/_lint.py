@@ -121,7 +121,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
             out(line)
         where = f"in {requests} requests of {files} file(s)"
         if unjudged:
-            where += f" ({unjudged} no provider recognises, not judged: give them their url)"
+            where += f" ({unjudged} not judged: no provider recognises them)"
         if findings:
             out(
                 f"harness lint: {len(findings)} finding(s) ({counts['error']} error(s),"

@@ -58,7 +58,12 @@ def sessions_of(paths: Sequence[Path]) -> list[Session]:
         elif path.suffix == ".jsonl":
             session = Session(str(path), list(_lines(path)))
             if not any(analysis is not None for analysis in session.analyses):
-                raise FixtureError(path, "holds no request body any provider recognises", _URL)
+                urls = any(request.url for request in session.requests)
+                raise FixtureError(
+                    path,
+                    "holds no request body any provider recognises",
+                    "its URLs are none of the providers' message endpoints" if urls else _URL,
+                )
             sessions.append(session)
         else:
             sessions += _json_file(path)

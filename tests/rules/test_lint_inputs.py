@@ -280,9 +280,12 @@ def test_session_lines_no_provider_recognises_are_never_a_silent_pass(
     assert '{"url": ..., "body": ...}' in err and len(err.strip().splitlines()) == 1
     path.write_text(line(too_many(), ANTHROPIC_URL) + "\n" + line(ambiguous) + "\n", "utf-8")
     code, out, _ = run(capsys, "lint", str(path))
-    assert code == 1 and "1 no provider recognises, not judged" in out
+    assert code == 1 and "(1 not judged: no provider recognises them)" in out
     code, out, _ = run(capsys, "lint", str(path), "--format", "json")
     assert json.loads(out)["unjudged"] == 1
+    path.write_text(line(ambiguous, ANTHROPIC_URL + "/count_tokens") + "\n", encoding="utf-8")
+    code, out, err = run(capsys, "lint", str(path))
+    assert code == 2 and "its URLs are none of the providers' message endpoints" in err
     path.write_text(line(ambiguous, ANTHROPIC_URL) + "\n", encoding="utf-8")  # its URL says
     code, out, _ = run(capsys, "lint", str(path), "--format", "json")
     assert code == 0 and json.loads(out)["unjudged"] == 0
