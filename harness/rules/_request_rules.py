@@ -188,6 +188,19 @@ _VOLATILE: Final = frozenset({"a timestamp", "a UUID", "a date", "a hex id"})
 _CLOCK: Final = re.compile(r"(?<![\d:])\d{1,2}:\d{2}:\d{2}(?:\.\d+)?(?![\d:])")
 _EPOCH: Final = re.compile(r"(?<![\d.])1[5-9]\d{8}(?:\d{3})?(?!\d)(?!\.\d)")
 _NIL_UUID: Final = "00000000-0000-0000-0000-000000000000"
+# Words just before a value that make it an example of a format, the same every run ("a date,
+# e.g. 2025-01-31"; a schema's "examples" or "default").
+_EXAMPLE_CUES: Final = (
+    "e.g",
+    "example",
+    "such as",
+    "format",
+    "like ",
+    "i.e",
+    '"default":',
+    '"const":',
+    '"enum":',
+)
 _TEMP_PATH: Final = re.compile(
     r"(?:/tmp/|/var/tmp/|/var/folders/|/private/var/folders/|/private/tmp/)[^\s\"'`<>|,;()\[\]{}\\]*"
     r"|[A-Za-z]:(?:\\\\|\\|/)(?:Users|Documents and Settings)(?:\\\\|\\|/)[^\s\"'`<>|,;]*?"
@@ -217,6 +230,7 @@ class VolatileInPrefix(Rule):
                 if not found:
                     found += [("a timestamp", m.group()) for m in _CLOCK.finditer(text)]
                     found += [("a Unix time", m.group()) for m in _EPOCH.finditer(text)]
+                found = [(noun, value) for noun, value in found if not _example(text, value)]
                 found += [
                     ("a temporary path", m.group().rstrip(".,:;"))
                     for m in _TEMP_PATH.finditer(text)
@@ -233,6 +247,18 @@ class VolatileInPrefix(Rule):
                     )
                 if found:
                     break  # one unit's findings per request: the first place is the one to fix
+
+
+def _example(text: str, value: str) -> bool:
+    """Whether every place `value` stands in `text` is an example of a format (`e.g.`,
+    `for example`, a schema's `examples` or `default`...)."""
+    start = text.find(value)
+    while start >= 0:
+        before = text[max(start - 24, 0) : start].lower()
+        if not any(cue in before for cue in _EXAMPLE_CUES):
+            return False
+        start = text.find(value, start + 1)
+    return True
 
 
 def _generated(path: str) -> bool:

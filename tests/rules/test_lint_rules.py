@@ -275,8 +275,9 @@ def test_a_timestamp_in_the_system_prompt_is_volatile_in_the_prefix(
             "Request 3f2b9c1e-8d4a-4e6b-9a7c-1d2e3f4a5b6c.",
             "Ids look like 00000000-0000-0000-0000-000000000000.",
         ),
+        ("Current date: 2026-12-04.", "Give dates as ISO dates, e.g. 2025-01-31."),
     ],
-    ids=["clock", "epoch", "temp-path", "uuid"],
+    ids=["clock", "epoch", "temp-path", "uuid", "date-or-an-example-of-one"],
 )
 def test_volatile_values_fire_and_their_stable_look_alikes_do_not(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], volatile: str, stable: str
