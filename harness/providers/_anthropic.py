@@ -77,12 +77,15 @@ class AnthropicMessages(Provider):
             return False
         tools = body.get("tools")
         tool_list = tools if isinstance(tools, list) else []
+        model = body.get("model")
         return (
             "system" in body
             or "anthropic_version" in body
             or "thinking" in body
+            or "cache_control" in body  # the top-level automatic marker
+            or (isinstance(model, str) and model.startswith("claude") and "max_tokens" in body)
             or any(isinstance(tool, dict) and "input_schema" in tool for tool in tool_list)
-            or any(_has_tool_block(message) for message in messages)
+            or any(_has_tool_block(message) or _marks_block(message) for message in messages)
         )
 
     def split(self, body: Mapping[str, Any], headers: Sequence[tuple[str, str]]) -> RequestSplit:
@@ -155,6 +158,13 @@ def _has_tool_block(message: Any) -> bool:
             isinstance(block, dict) and block.get("type") in {"tool_use", "tool_result"}
             for block in message["content"]
         )
+    return False
+
+
+def _marks_block(message: Any) -> bool:
+    """A content block with Anthropic's `cache_control` marker."""
+    if isinstance(message, dict) and isinstance(message.get("content"), list):
+        return any(_marked(block) for block in message["content"])
     return False
 
 

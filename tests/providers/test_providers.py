@@ -176,6 +176,33 @@ def test_bedrock_converse_is_split_in_cache_order_up_to_the_last_cache_point() -
     )
 
 
+@pytest.mark.parametrize(
+    ("body", "provider"),
+    [
+        ({"model": "claude-opus-4-6", "max_tokens": 64, "messages": []}, ANTHROPIC),
+        ({"model": "m", "cache_control": {"type": "ephemeral"}, "messages": []}, ANTHROPIC),
+        (
+            {
+                "messages": [
+                    {
+                        "role": "user",
+                        "content": [{"type": "text", "text": "hi", "cache_control": {}}],
+                    }
+                ]
+            },
+            ANTHROPIC,
+        ),
+        ({"model": "claude-opus-4-6", "messages": []}, None),  # no max_tokens: Chat's shape too
+        ({"model": "gpt-5.6", "max_tokens": 64, "messages": []}, None),
+    ],
+    ids=["claude-model", "automatic-marker", "marked-block", "no-max-tokens", "other-model"],
+)
+def test_a_minimal_messages_body_is_anthropics_by_its_model_or_its_markers(
+    body: dict[str, Any], provider: str | None
+) -> None:
+    assert detect_provider(body) == provider  # without a URL, as harness lint reads a body
+
+
 def test_bedrock_tool_moves_are_named_by_tool_spec() -> None:
     report = compare(
         view_of_value(bedrock_body(["search", "fetch"])),

@@ -272,7 +272,7 @@ def test_a_session_line_whose_body_is_json_text_is_read(
 def test_session_lines_no_provider_recognises_are_never_a_silent_pass(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    ambiguous = {"model": "claude-sonnet-4-5", "max_tokens": 5, "messages": []}  # Chat's shape too
+    ambiguous = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}  # Chat's too
     path = tmp_path / "s.jsonl"
     path.write_text(line(ambiguous) + "\n" + line(ambiguous) + "\n", encoding="utf-8")
     code, out, err = run(capsys, "lint", str(path))
