@@ -7,14 +7,16 @@ General layout (each wing one pipeline; `_`-prefixed modules are private):
   capture/        SDK traffic: interception, cassettes, matching, the prefix-chain gate
   providers/      one registered module per provider: which requests, cache order, hit signal
   drift/          the comparator and the drift report (raw values; redaction at the printer)
+  rules/          the providers' cache rules on requests: the rule engine, harness lint
   pytest_plugin/  hooks, fixtures, markers, the run state, the summary; cli/: `harness`
   _views _reasons _errors _files _paths _secrets _printer _ci ...   the shared bottom
 Data flows one way: runtime events -> recorder -> fixture -> replay -> drift report, and
 client -> capture -> cassette -> providers -> prefix chain -> drift report.
 
-The public names live in five faces, each name in one: `harness` (below: the proof, the record
-mode, the cache view, the errors), `harness.capture`, `harness.providers`, `harness.drift` and
-`harness.agent`. Names are imported on first use, so `import harness` stays cheap.
+The public names live in six faces, each name in one: `harness` (below: the proof, the record
+mode, the cache view, `canonical_tools`, the errors), `harness.capture`, `harness.providers`,
+`harness.drift`, `harness.rules` and `harness.agent`. Names are imported on first use, so
+`import harness` stays cheap.
 """
 
 from __future__ import annotations
@@ -30,8 +32,9 @@ _EXPORTS = {
     "HeaderDrift": "harness.prove._run_diff",
     # what a run may write
     "RecordMode": "harness._record_mode",
-    # the cache view
+    # the cache view, and a canonical tool list
     "CacheView": "harness._views",
+    "canonical_tools": "harness.rules._canonical",
     "RequestSplit": "harness._views",
     "canonical_bytes": "harness._views",
     "view_of_header": "harness._views",

@@ -26,7 +26,7 @@ import re
 from pathlib import Path, PurePosixPath
 from typing import Final
 
-from harness._errors import UnsafeName
+from harness._errors import FixtureError, UnsafeName
 
 FIXTURES: Final = "fixtures"  # the project's recordings, relative to its root
 CASSETTES: Final = "cassettes"  # captured tests' cassettes, inside the fixtures folder
@@ -174,3 +174,18 @@ def refuse_linked_folder(folder: Path) -> None:
             " would be written there, outside this folder; replace the link with the folder"
             " itself"
         )
+
+
+def project_fixtures() -> Path:
+    """`fixtures/` in the working directory: a command given no PATH works on the project's own
+    recordings, never on the scenarios shipped with the harness (only `harness demo` reads those:
+    a gate that found nothing of the project's must not pass on the demo's)."""
+    local = Path(FIXTURES)
+    if not local.is_dir():
+        raise FixtureError(
+            local.absolute(),
+            "does not exist: without a PATH the harness reads the project's fixtures/ here",
+            "run it in the project's folder, or pass the recordings' folder; harness demo runs "
+            "the shipped scenarios",
+        )
+    return local

@@ -266,9 +266,15 @@ def _property(text: str) -> str:
 
 
 def annotation(
-    message: str, *, file: str | None = None, line: int | None = None, title: str | None = None
+    message: str,
+    *,
+    file: str | None = None,
+    line: int | None = None,
+    title: str | None = None,
+    level: str = "error",
 ) -> str:
-    """An `::error` workflow command, its message redacted, message and properties escaped."""
+    """An `::error` (or `level`: `::warning`, `::notice`) workflow command, its message
+    redacted, message and properties escaped."""
     properties = []
     if file is not None:
         properties.append(f"file={_property(redact(file))}")
@@ -276,7 +282,8 @@ def annotation(
         properties.append(f"line={line}")
     if title is not None:
         properties.append(f"title={_property(redact(title))}")
-    head = "::error " + ",".join(properties) if properties else "::error"
+    command = level if level in ("error", "warning", "notice") else "error"
+    head = f"::{command} " + ",".join(properties) if properties else f"::{command}"
     return f"{head}::{_data(redact(message))}"
 
 

@@ -4,16 +4,24 @@ Two providers say why a request missed, in their own words: Anthropic's
 `diagnostics.cache_miss_reason.type` (`model_changed` for the model or speed, `system_changed`,
 `tools_changed`, `messages_changed`) and OpenAI's Responses `prompt_cache_diagnostics`
 (`model_changed`, `prompt_cache_key_changed`, `tools_changed`, `text_format_changed`,
-`reasoning_effort_changed`, `verbosity_changed`, `input_changed`, `service_tier_changed`). A
-report uses those words, so a reviewer can set it beside the provider's own diagnostics.
+`reasoning_effort_changed`, `verbosity_changed`, `context_compacted`, `input_changed`,
+`service_tier_changed`). A report uses those words, so a reviewer can set it beside the
+provider's own diagnostics.
 
 A `Vocabulary` maps prompt blocks and setting keys to a `Reason`: the word, and for a setting the
 first prompt block it invalidates (Anthropic keeps the tools and system caches when only
 `tool_choice` or `thinking` changes; most settings move the whole cache key). `GENERIC` names the
 cache-breaking settings every provider shares, in OpenAI's words where they exist; a provider
 declares what it names differently (`declare`, done by `harness.providers._registry` for every
-provider it knows), and `vocabulary_for(provider)` gives the merged vocabulary. A setting no
-vocabulary names is `model_changed`: the cache key moved, and everything is lost.
+provider it knows), and `vocabulary_for(provider)` gives the merged vocabulary.
+
+A provider the rules pack knows (`harness.providers._pack`) has an authoritative vocabulary: its
+settings are the pack's rows, each with an `effect` (`breaks`: the cache key or a level moves;
+`retention`: a time to live changed), and a setting no row names is its `unknown` reason, its
+cache effect unknown. For any other provider (the harness's own views, a registered provider
+without rows) a setting no vocabulary names is `model_changed`: the cache key moved, and
+everything is lost. `compaction` names the conversation items whose appearance means the provider
+compacted the context (OpenAI's `context_compacted`).
 
 This module is at the bottom with `harness._views`: it imports nothing from the harness.
 """
@@ -23,12 +31,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Final
+from typing import Final, Literal
 
 __all__ = [
     "GENERIC",
     "MODEL_CHANGED",
     "TTL_SETTING",
+    "UNKNOWN_SETTING",
+    "Effect",
     "Reason",
     "Vocabulary",
     "declare",
@@ -36,41 +46,64 @@ __all__ = [
 ]
 
 MODEL_CHANGED: Final = "model_changed"
+UNKNOWN_SETTING: Final = "unknown_setting_changed"
 # The settings key a provider gives the time-to-live of its cache breakpoints (Anthropic's
 # `cache_control.ttl`): a breakpoint written with another TTL is another cache entry.
 TTL_SETTING: Final = "cache_control.ttl"
 
 
+Effect = Literal["breaks", "retention", "unknown"]
+
+
 @dataclass(frozen=True)
 class Reason:
-    """Why a cache missed: `word`, and for a setting the first block it invalidates (None: all)."""
+    """Why a cache missed: `word`, and for a setting the first block it invalidates (None: all).
+
+    `effect`: `breaks` (certain), `retention` (a time to live changed; whether the cached prefix
+    is read again is not documented) or `unknown` (no rule knows the setting)."""
 
     word: str
     level: str | None = None
+    effect: Effect = "breaks"
 
 
 @dataclass(frozen=True)
 class Vocabulary:
-    """Block names and setting keys -> the reason a change there is reported under."""
+    """Block names and setting keys -> the reason a change there is reported under.
+
+    With `unknown` set the vocabulary is authoritative: a setting it does not name is `unknown`,
+    and the generic setting words are not consulted."""
 
     blocks: Mapping[str, str] = field(default_factory=dict)
     settings: Mapping[str, Reason] = field(default_factory=dict)
+    unknown: Reason | None = None
+    compaction: frozenset[str] = frozenset()
+    compaction_word: str = ""
 
     def block(self, name: str) -> str:
         return self.blocks.get(name) or GENERIC.blocks.get(name) or f"{name}_changed"
 
     def setting(self, key: str) -> Reason:
-        return self.settings.get(key) or GENERIC.settings.get(key) or Reason(MODEL_CHANGED)
+        found = self.settings.get(key)
+        if found is not None:
+            return found
+        if self.unknown is not None:
+            return self.unknown
+        return GENERIC.settings.get(key) or Reason(MODEL_CHANGED)
 
     def named(self, key: str) -> bool:
         """Whether the vocabulary has a word of its own for setting `key`."""
-        return key in self.settings or key in GENERIC.settings
+        return key in self.settings or (self.unknown is None and key in GENERIC.settings)
 
     def over(self, base: Vocabulary) -> Vocabulary:
-        """This vocabulary, falling back to `base` for what it does not name."""
+        """This vocabulary, falling back to `base` for what it does not name (an authoritative
+        one keeps its own unknown reason)."""
         return Vocabulary(
             blocks=MappingProxyType({**base.blocks, **self.blocks}),
             settings=MappingProxyType({**base.settings, **self.settings}),
+            unknown=self.unknown or base.unknown,
+            compaction=self.compaction | base.compaction,
+            compaction_word=self.compaction_word or base.compaction_word,
         )
 
 
@@ -100,6 +133,8 @@ GENERIC: Final = Vocabulary(
             "prompt_cache_key": Reason("prompt_cache_key_changed"),
             "anthropic-beta": Reason("beta_headers_changed"),
             TTL_SETTING: Reason("cache_ttl_changed"),
+            "cachePoint.ttl": Reason("cache_ttl_changed"),
+            "prompt_cache_breakpoint.ttl": Reason("cache_ttl_changed"),
             "tool_choice": Reason("tool_choice_changed"),
             "toolChoice": Reason("tool_choice_changed"),
             "toolConfig": Reason("tool_choice_changed"),
@@ -115,8 +150,13 @@ _DECLARED: dict[str, Vocabulary] = {}
 
 
 def declare(provider: str, vocabulary: Vocabulary) -> None:
-    """Say how `provider` names what breaks its cache (replaces an earlier declaration)."""
-    _DECLARED[provider] = vocabulary.over(GENERIC)
+    """Say how `provider` names what breaks its cache (replaces an earlier declaration). An
+    authoritative vocabulary (`unknown` set) takes only the generic block words."""
+    if vocabulary.unknown is not None:
+        base = Vocabulary(blocks=GENERIC.blocks)
+        _DECLARED[provider] = vocabulary.over(base)
+    else:
+        _DECLARED[provider] = vocabulary.over(GENERIC)
 
 
 def vocabulary_for(provider: str) -> Vocabulary:

@@ -20,7 +20,7 @@ order. Values JSON cannot hold are compared by their `repr` rather than crashing
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, Literal, NamedTuple, TypeVar
 
 import msgspec
@@ -89,7 +89,9 @@ class RequestSplit:
     when there is none; for exact-prefix providers the whole request. `breakpoints` lists every
     explicit cache marker in cache order (the last one is `breakpoint`). `markers` names the
     keys that mark a breakpoint inside a block (Anthropic's `cache_control`): moving one forward
-    is how a conversation keeps its cache, so the prefix chain ignores them.
+    is how a conversation keeps its cache, so the prefix chain ignores them. `bookkeeping` holds
+    the request's fields that never reach the cache (streaming, output limits, diagnostics
+    requests...), by key, so a report can name them when only they differ.
     """
 
     provider: str
@@ -99,6 +101,7 @@ class RequestSplit:
     breakpoint: str | None = None
     breakpoints: tuple[str, ...] = ()
     markers: tuple[str, ...] = ()
+    bookkeeping: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property
     def prefix_bytes(self) -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import operator
 import re
 from collections.abc import Iterable, Sequence
+from typing import Protocol, TypeVar
 
 import msgspec
 
@@ -42,7 +43,17 @@ def _code_units(name: str) -> bytes:
     return name.encode("utf-16-be", "surrogatepass")
 
 
-def code_unit_sorted(tools: Iterable[ToolSchema]) -> list[ToolSchema]:
+class Named(Protocol):
+    """Anything with a name: a `ToolSchema`, or another shape's tool (`harness.canonical_tools`)."""
+
+    @property
+    def name(self) -> str: ...
+
+
+N = TypeVar("N", bound=Named)
+
+
+def code_unit_sorted(tools: Iterable[N]) -> list[N]:
     """Stable sort by name in UTF-16 code-unit order (locale-independent)."""
     tools = list(tools)
     names = list(map(_name, tools))

@@ -7,13 +7,14 @@ and the bytes must hold nothing key-shaped; and each request must extend the cac
 the one it continues, per endpoint, as the plugin's gate checks it at record and replay (a
 cassette whose test was marked `moves_header` says so, and its breaks are listed, not failed).
 `harness show` prints `summary_lines`: per request the endpoint, provider, model, tools,
-conversation length, status and the provider's cache signal.
+conversation length, status and the provider's cache signal, and (`caching`, given by the CLI:
+the rules live above this wing) what the request caches under the rules.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -176,18 +177,26 @@ def _unredacted(capture: CaptureFile, rules: Redaction) -> list[str]:
 # -- harness show -------------------------------------------------------------------------------
 
 
-def summary_lines(path: Path, capture: CaptureFile) -> list[str]:
-    """A cassette in a few lines per request: what `harness show` prints."""
+def summary_lines(
+    path: Path, capture: CaptureFile, caching: Callable[[Exchange], str] | None = None
+) -> list[str]:
+    """A cassette in a few lines per request: what `harness show` prints (`caching`: what a
+    request caches, in words)."""
     lines = [f"{path}: cassette, {len(capture.exchanges)} exchanges, {len(capture.proofs)} proofs"]
     if isinstance(capture.moves_header, str):
         lines.append(f"  moves_header: {capture.moves_header}")
+
+    def said(exchange: Exchange) -> str:
+        text = caching(exchange) if caching is not None else ""
+        return f"; {text}" if text else ""
+
     for number, exchange in enumerate(capture.exchanges, start=1):
-        lines.append("  " + _request_line(number, exchange))
+        lines.append("  " + _request_line(number, exchange) + said(exchange))
     for call, proof in enumerate(capture.proofs, start=1):
         units = ", ".join(proof.units) or "(none)"
         lines.append(f"  prove_stable call {call}: units {units}")
         lines += [
-            "    " + _request_line(number, exchange)
+            "    " + _request_line(number, exchange) + said(exchange)
             for number, exchange in enumerate(proof.exchanges, start=1)
         ]
     chain = prefix_chain(captured_of(capture.exchanges))

@@ -14,7 +14,12 @@ Like pytest-recording's `vcr_config`, the fixture returns a dict (or a `CaptureC
             "hosts": ["llm.internal:8080"],         # capture these hosts too ("*": every host)
             "ignore_hosts": ["api.openai.com"],     # and let these through untouched
             "prefix_chain": True,                   # the prefix-chain gate (on by default)
+            "rules": "harness-rules.json",          # rules rows (a file, or a list of rows)
         }
+
+`rules` adds rows to the rules pack for the test (asked before the shipped rows: a row for a
+model the pack does not know, a setting the project knows to be bookkeeping); a rules file's path
+or a list of row objects (`harness rules --format json` shows the shape).
 
 Redaction adds to the defaults, never replaces them: a project cannot switch off the redaction
 of `authorization` by forgetting it. An unknown key, or a value of the wrong type, is a
@@ -33,6 +38,7 @@ from harness._secret_shapes import SECRET_PATTERNS, SecretPattern
 from harness._secrets import DEFAULT_SECRET_HEADERS, DEFAULT_SECRET_QUERY, Redaction
 from harness.capture._matching import Matcher, matcher_named
 from harness.providers._base import host_matches
+from harness.providers._pack import parse_rows
 from harness.providers._registry import recognised_host
 
 __all__ = ["CaptureConfig"]
@@ -50,6 +56,7 @@ class CaptureConfig:
     hosts: tuple[str, ...] = ()
     ignore_hosts: tuple[str, ...] = ()
     prefix_chain: bool = True
+    rules: tuple[Any, ...] = ()
 
     @classmethod
     def of(cls, value: object, *, where: str = "harness_capture_config") -> CaptureConfig:
@@ -128,6 +135,8 @@ def _parsed(key: str, value: Any, where: str) -> Any:
                     f"{where}: secret_patterns: {item!r} is not a pattern ({error})"
                 ) from None
         return tuple(patterns)
+    if key == "rules":
+        return parse_rows(value, where=where)
     if key == "matcher":
         if value is None or isinstance(value, Matcher):
             return value

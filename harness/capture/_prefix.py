@@ -19,17 +19,23 @@ Which request a request continues (the rules of decision 0008):
 one a prefix of the next request's (the previous messages, then more). Going back to an earlier
 point of the same conversation (the same opening, a shorter history) also hits the cache. Cache
 markers (`RequestSplit.markers`: Anthropic's `cache_control`, Bedrock's `cachePoint` blocks) are
-ignored, since moving the breakpoint forward is how a conversation keeps its cache, except a
-marker's time to live where both requests mark the same place: another TTL is another entry. A
-Responses request that continues a stored response has its conversation on the server; its
-settings, tools and instructions are still judged.
+ignored, since moving the breakpoint forward is how a conversation keeps its cache (OpenAI's
+`prompt_cache_breakpoint` too), except a marker's time to live where both requests mark the same
+place: another TTL is another entry. A Responses request that continues a stored response has its
+conversation on the server; its settings, tools and instructions are still judged.
+
+Bookkeeping fields (the rules pack's: streaming, output limits, a diagnostics request) never
+break the prefix. A break whose cache effect the rules do not know for certain (a retention
+setting, a setting no rule knows) or that the provider does on purpose (OpenAI's
+`context_compacted`) is a warning, kept apart in `PrefixChain.warnings`: it is reported, never a
+failure.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol, runtime_checkable
 from urllib.parse import urlsplit
@@ -38,7 +44,7 @@ from harness._errors import Drift
 from harness._views import CacheView, RequestSplit, encode_json, prompt_size
 from harness.drift._compare import compare
 from harness.drift._report import DriftReport
-from harness.drift._wording import BYTES_PER_TOKEN
+from harness.drift._wording import BYTES_PER_TOKEN, UNCERTAIN_KINDS
 from harness.providers import split_request
 
 __all__ = [
@@ -48,12 +54,16 @@ __all__ = [
     "PrefixBroken",
     "PrefixChain",
     "check_prefix_chain",
+    "conversation_links",
     "prefix_chain",
 ]
 
 # The block that holds the conversation, in each provider's vocabulary.
 CONVERSATION_BLOCKS: Final = ("messages", "input", "contents")
 DEFAULT_TTL: Final = "5m"
+# Breaks the gate reports as warnings: an effect the rules do not know for certain, or a move the
+# provider makes on purpose.
+WARNING_KINDS: Final = UNCERTAIN_KINDS | {"compaction"}
 
 
 @runtime_checkable
@@ -104,22 +114,37 @@ class PrefixBreak:
     def verdict(self) -> str:
         return self.report.verdict or f"{self.block}_changed"
 
+    @property
+    def severity(self) -> str:
+        """`error` for a certain break; `warning` for an effect the rules do not know for certain
+        (a retention, a setting no rule knows) or a compaction the provider made."""
+        return "warning" if self.report.kind in WARNING_KINDS else "error"
+
     def to_text(self) -> str:
         where = f" ({self.endpoint})" if self.endpoint else ""
-        head = (
-            f"{self.verdict}: request {self.index}{where} does not extend request"
-            f" {self.previous}'s cacheable prefix: the {self.block} block broke first;"
-            f" {self.bytes_lost:,} of {self.prefix_bytes:,} prefix bytes lost"
-            f" (~{self.tokens_lost:,} tokens, bytes / {BYTES_PER_TOKEN})"
-        )
+        if self.report.kind in UNCERTAIN_KINDS:
+            head = (
+                f"{self.verdict}: request {self.index}{where} changed a setting of request"
+                f" {self.previous} whose cache effect is not documented; {self.prefix_bytes:,}"
+                f" prefix bytes (~{self.prefix_bytes // BYTES_PER_TOKEN:,} tokens) at stake"
+            )
+        else:
+            head = (
+                f"{self.verdict}: request {self.index}{where} does not extend request"
+                f" {self.previous}'s cacheable prefix: the {self.block} block broke first;"
+                f" {self.bytes_lost:,} of {self.prefix_bytes:,} prefix bytes lost"
+                f" (~{self.tokens_lost:,} tokens, bytes / {BYTES_PER_TOKEN})"
+            )
         return f"{head}\n{self.report.to_text()}"
 
 
 @dataclass
 class PrefixChain:
-    """What the gate saw: the breaks, and per provider the requests it saw and judged."""
+    """What the gate saw: the breaks (certain), the warnings (breaks whose effect is not certain,
+    or a compaction), and per provider the requests it saw and judged."""
 
     breaks: list[PrefixBreak] = field(default_factory=list)
+    warnings: list[PrefixBreak] = field(default_factory=list)
     seen: Counter[str] = field(default_factory=Counter)  # provider requests, by provider
     judged: Counter[str] = field(default_factory=Counter)  # of those, judged against another
     unrecognised: int = 0  # requests no provider claimed (not judged)
@@ -138,6 +163,7 @@ class PrefixChain:
     def add(self, other: PrefixChain) -> None:
         """Count `other` in (another conversation of the same test)."""
         self.breaks.extend(other.breaks)
+        self.warnings.extend(other.warnings)
         self.seen.update(other.seen)
         self.judged.update(other.judged)
         self.unrecognised += other.unrecognised
@@ -151,6 +177,7 @@ class _Entry:
     endpoint: str
     opening: bytes | None  # the conversation's first message, encoded; None when it has none
     single: bool  # the conversation is one message
+    position: int = 0  # 0-based place in the items
 
 
 def prefix_chain(items: Sequence[Any]) -> PrefixChain:
@@ -161,25 +188,43 @@ def prefix_chain(items: Sequence[Any]) -> PrefixChain:
     judged.
     """
     chain = PrefixChain()
+    for entry, previous in _walk(items):
+        if entry is None:
+            chain.unrecognised += 1
+            continue
+        chain.seen[entry.split.provider] += 1
+        if previous is not None:
+            chain.judged[entry.split.provider] += 1
+            found = _judge(previous, entry)
+            if found is not None:
+                (chain.breaks if found.severity == "error" else chain.warnings).append(found)
+    return chain
+
+
+def conversation_links(items: Sequence[Any]) -> list[int | None]:
+    """For each item (0-based), the item it continues by the gate's rules, or None (it starts a
+    conversation, or no provider recognises it): what the rules read along a conversation."""
+    links: list[int | None] = []
+    for entry, previous in _walk(items):
+        links.append(None if entry is None or previous is None else previous.position)
+    return links
+
+
+def _walk(items: Sequence[Any]) -> Iterator[tuple[_Entry | None, _Entry | None]]:
+    """Each item's entry (None: no provider recognises it) and the entry it continues."""
     latest: dict[str, _Entry] = {}
     threads: dict[tuple[str, bytes | None], _Entry] = {}
     for position, item in enumerate(items, start=1):
         entry = _entry(item, position)
         if entry is None:
-            chain.unrecognised += 1
+            yield None, None
             continue
-        chain.seen[entry.split.provider] += 1
         key = (entry.endpoint, entry.opening)
         previous = threads.get(key) if entry.opening is not None else None
         if entry.stored or (previous is None and not entry.single):
             previous = latest.get(entry.endpoint)
-        if previous is not None:
-            chain.judged[entry.split.provider] += 1
-            found = _judge(previous, entry)
-            if found is not None:
-                chain.breaks.append(found)
+        yield entry, previous
         latest[entry.endpoint] = threads[key] = entry
-    return chain
 
 
 def check_prefix_chain(items: Sequence[Any]) -> list[PrefixBreak]:
@@ -206,7 +251,7 @@ def _entry(item: Any, position: int) -> _Entry | None:
         single = len(conversation) == 1
     elif isinstance(conversation, str):
         opening, single = encode_json(conversation), True
-    return _Entry(number, split, stored, endpoint, opening, single)
+    return _Entry(number, split, stored, endpoint, opening, single, position - 1)
 
 
 def _conversation(view: CacheView) -> Any:
@@ -229,6 +274,8 @@ def _judge(a: _Entry, b: _Entry) -> PrefixBreak | None:
     if report.identical or _goes_back(a, b, markers):
         return None
     size = prompt_size(prefix)
+    if report.kind == "settings" and not report.invalidated and size:
+        return None  # e.g. tool_choice: it invalidates the messages, and the prefix stops before
     kept = min(report.prefix_bytes_kept, size)
     return PrefixBreak(
         index=b.number,

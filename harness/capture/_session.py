@@ -213,14 +213,19 @@ class CaptureSession:
         with self.lock:
             self._boundaries.append(len(self._requests))
 
-    def prefix_chain(self) -> PrefixChain:
-        """The prefix-chain gate over the test's requests: breaks and coverage, per endpoint."""
+    def segments(self) -> list[list[Captured]]:
+        """The test's requests, one list per conversation group (each prove_stable call's run
+        is one of its own)."""
         requests = self.requests
         with self.lock:
             cuts = sorted({0, *self._boundaries, len(requests)})
+        return [requests[start:end] for start, end in itertools.pairwise(cuts)]
+
+    def prefix_chain(self) -> PrefixChain:
+        """The prefix-chain gate over the test's requests: breaks and coverage, per endpoint."""
         chain = PrefixChain()
-        for start, end in itertools.pairwise(cuts):
-            chain.add(prefix_chain(requests[start:end]))
+        for segment in self.segments():
+            chain.add(prefix_chain(segment))
         return chain
 
     def prefix_breaks(self) -> list[PrefixBreak]:

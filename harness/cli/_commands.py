@@ -18,14 +18,16 @@ from harness._errors import (
     FixtureError,
 )
 from harness._files import write_files
-from harness._paths import FIXTURES, pins_root, refuse_linked_folder
+from harness._paths import FIXTURES, pins_root, project_fixtures, refuse_linked_folder
 from harness._printer import annotation, write_step_summary
 from harness.capture._audit import CassetteAudit, audit_cassette, find_cassettes, summary_lines
 from harness.capture._cassette import load_cassette
 from harness.capture._prefix import PrefixChain
 from harness.cli._diff import diff_files
+from harness.cli._lint import caches, check_findings, project_policy, rules_markdown
 from harness.cli._output import out, print_command
 from harness.cli.init._command import init_project
+from harness.rules._engine import Finding as RuleFinding
 from harness.scenarios._check import (
     ScenarioCheck,
     check_fixture,
@@ -40,21 +42,6 @@ from harness.scenarios._record import recording_files
 from harness.scenarios._replay import Finding, replay_fixture, verdict
 
 EXIT_OK = 0
-
-
-def project_fixtures() -> Path:
-    """`fixtures/` in the working directory: a command given no PATH works on the project's own
-    recordings, never on the scenarios shipped with the harness (only `harness demo` reads those:
-    a gate that found nothing of the project's must not pass on the demo's)."""
-    local = Path(FIXTURES)
-    if not local.is_dir():
-        raise FixtureError(
-            local.absolute(),
-            "does not exist: without a PATH the harness reads the project's fixtures/ here",
-            "run it in the project's folder, or pass the recordings' folder; harness demo runs "
-            "the shipped scenarios",
-        )
-    return local
 
 
 def _fixtures(paths: Sequence[str]) -> list[Fixture]:
@@ -136,10 +123,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_check(args: argparse.Namespace) -> int:
     fixtures, cassettes = _targets(args.paths)
-    checks = _check_all(fixtures, args.shuffle, args.seed)
-    audits = [audit_cassette(path) for path in cassettes]
+    with project_policy(args) as policy:
+        checks = _check_all(fixtures, args.shuffle, args.seed)
+        audits = [audit_cassette(path) for path in cassettes]
+        found = check_findings(cassettes, policy)
     failed = [check for check in checks if not check.ok]
     broken = [audit for audit in audits if not audit.ok]
+    errors = [finding for finding in found if finding.severity == "error"]
     if args.format == "text" and checks:
         out(text_table(checks))
     for check in failed:
@@ -148,7 +138,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         _print_findings(check.scenario, check.findings, fmt=args.format)
     if audits:
         _print_audits(audits, fmt=args.format)
-    _github(checks, failed, audits)
+    _print_rules(found, fmt=args.format)
+    _github(checks, failed, audits, found)
     if args.format == "text":
         parts = []
         if checks:
@@ -163,8 +154,26 @@ def cmd_check(args: argparse.Namespace) -> int:
                 if broken
                 else f"{len(audits)} cassettes, no finding"
             )
+        costly = [finding for finding in found if finding.severity != "info"]
+        if costly:
+            parts.append(f"{len(costly)} rule finding(s), {len(errors)} error(s)")
         out(f"\nharness check: {'; '.join(parts)}")
-    return EXIT_DRIFT if failed or broken else EXIT_OK
+    return EXIT_DRIFT if failed or broken or errors else EXIT_OK
+
+
+def _print_rules(found: list[RuleFinding], *, fmt: str) -> None:
+    if not found:
+        return
+    if fmt == "json":
+        for finding in found:
+            out(msgspec.json.encode({"finding": finding}).decode())
+    elif fmt == "markdown":
+        for line in rules_markdown(found):
+            out(line)
+    else:
+        out(f"\ncache rules ({len(found)} finding(s)):")
+        for finding in found:
+            out(f"  {finding.to_text()}")
 
 
 def _print_audits(audits: list[CassetteAudit], *, fmt: str) -> None:
@@ -194,7 +203,10 @@ def _print_audits(audits: list[CassetteAudit], *, fmt: str) -> None:
 
 
 def _github(
-    checks: list[ScenarioCheck], failed: list[ScenarioCheck], audits: list[CassetteAudit]
+    checks: list[ScenarioCheck],
+    failed: list[ScenarioCheck],
+    audits: list[CassetteAudit],
+    found: list[RuleFinding],
 ) -> None:
     lines = ["## Header drift", ""]
     if checks:
@@ -216,6 +228,17 @@ def _github(
             head = item.to_text().splitlines()[0]
             lines += ["", f"### `{audit.path}`: {head}", item.report.to_markdown()]
             annotations.append(annotation(head, file=str(audit.path), title="header drift"))
+    lines += rules_markdown(found)
+    annotations += [
+        annotation(
+            f"request {rule.request}: {rule.message}",
+            file=rule.file,
+            title=f"cache rule {rule.rule}",
+            level=rule.severity,
+        )
+        for rule in found
+        if rule.severity != "info"
+    ]
     if write_step_summary("\n".join(lines)):
         for line in annotations:
             print_command(line)
@@ -289,9 +312,10 @@ def cmd_show(args: argparse.Namespace) -> int:
     from harness.scenarios._pins import load_pin
 
     fixtures, cassettes = _targets(args.paths)
-    for path in cassettes:
-        for line in summary_lines(path, load_cassette(path)):
-            out(line)
+    with project_policy(args):
+        for path in cassettes:
+            for line in summary_lines(path, load_cassette(path), caching=caches):
+                out(line)
     for fixture in fixtures:
         scenario = fixture.scenario
         out(f"{scenario.name}: {scenario.description}")

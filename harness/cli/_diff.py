@@ -28,6 +28,7 @@ from harness.drift._compare import compare, compare_values
 from harness.drift._far import FAR
 from harness.drift._report import DriftReport
 from harness.providers import split_request
+from harness.rules._analysis import LintRequest, analyse
 from harness.scenarios._formats import RequestsFile, ToolSchemasPin
 
 __all__ = ["diff_files"]
@@ -88,7 +89,18 @@ def _diff(a: Path, b: Path) -> DriftReport:
     size = max(size_a, size_b)
     split_a, split_b = _split_body(raw_a), _split_body(raw_b)
     if split_a is not None and split_b is not None and size <= FAR:
-        return compare(split_a.view, split_b.view, label_a=str(a), label_b=str(b))
+        report = compare(
+            split_a.view,
+            split_b.view,
+            label_a=str(a),
+            label_b=str(b),
+            caching=caching_of(raw_b) + bookkeeping_clause(split_a, split_b),
+        )
+        differ = bookkeeping_differs(split_a, split_b)
+        if differ:
+            note = f"bookkeeping fields differ, and never reach the cache: {', '.join(differ)}"
+            report = msgspec.structs.replace(report, notes=(*report.notes, note))
+        return report
     report = compare_values(raw_a, raw_b, label_a=str(a), label_b=str(b), decoded=True, size=size)
     if split_a is not None and split_b is not None:  # the cache view would copy both bodies
         note = (
@@ -97,6 +109,43 @@ def _diff(a: Path, b: Path) -> DriftReport:
         )
         report = msgspec.structs.replace(report, notes=(*report.notes, note))
     return report
+
+
+def bookkeeping_differs(a: RequestSplit, b: RequestSplit) -> list[str]:
+    """The bookkeeping fields (the rules pack's) whose values differ between two requests."""
+    keys = [*a.bookkeeping, *(key for key in b.bookkeeping if key not in a.bookkeeping)]
+    missing = object()
+    return [
+        key
+        for key in keys
+        if msgspec.json.encode(a.bookkeeping.get(key, missing), enc_hook=repr)
+        != msgspec.json.encode(b.bookkeeping.get(key, missing), enc_hook=repr)
+    ]
+
+
+def bookkeeping_clause(a: RequestSplit, b: RequestSplit) -> str:
+    differ = bookkeeping_differs(a, b)
+    return (
+        f"; bookkeeping that never reaches the cache differs: {', '.join(differ)}" if differ else ""
+    )
+
+
+def caching_of(value: object) -> str:
+    """What the rules say a request body caches (for an identical report's summary)."""
+    recorded = request_of(value)
+    if recorded is not None and isinstance(recorded.json, dict):
+        request = LintRequest(0, recorded.json, url=recorded.url, headers=recorded.headers)
+    elif isinstance(value, dict):
+        request = LintRequest(0, value)
+    else:
+        return "whether it caches is not judged"
+    analysis = analyse(request)
+    if analysis is None:
+        return "whether it caches is not judged"
+    said = analysis.describe()
+    if analysis.largest() is not None:
+        return f"the cached prefix stays cached under the rules: it {said}"
+    return said
 
 
 def _split_body(value: object) -> RequestSplit | None:

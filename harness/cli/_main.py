@@ -32,6 +32,9 @@ from harness.cli._commands import (
     cmd_replay,
     cmd_show,
 )
+from harness.cli._lint import add_arguments as lint_arguments
+from harness.cli._lint import cmd_lint, cmd_rules
+from harness.cli._lint import fail_on as fail_on_option
 from harness.cli._output import err
 from harness.cli.init._command import HELP as INIT_HELP
 from harness.cli.init._command import add_arguments as init_arguments
@@ -106,6 +109,7 @@ def parser() -> argparse.ArgumentParser:
     check.add_argument("paths", nargs="*")
     shuffle_options(check, 8)
     formats(check)
+    fail_on_option(check)
 
     replay = add("replay", cmd_replay, "replay scenarios on their recorded answers and compare")
     replay.add_argument("paths", nargs="*")
@@ -131,8 +135,22 @@ def parser() -> argparse.ArgumentParser:
     diff.add_argument("b")
     formats(diff)
 
-    show = add("show", cmd_show, "summarise scenario folders and cassettes")
+    show = add(
+        "show",
+        cmd_show,
+        "summarise scenario folders and cassettes (per request: what it caches under the rules)",
+    )
     show.add_argument("paths", nargs="*")
+
+    lint_arguments(
+        add(
+            "lint",
+            cmd_lint,
+            "run the providers' cache rules on cassettes, request bodies (.json) and sessions"
+            " (.jsonl); exit 1 when a finding is an error",
+        ),
+        add("rules", cmd_rules, "print the rules and the rules pack (sources, dates, conflicts)"),
+    )
 
     init_arguments(add("init", cmd_init, INIT_HELP))
     return top

@@ -22,7 +22,6 @@ from typing import Any, Final
 from harness._reasons import (
     GENERIC,
     MODEL_CHANGED,
-    TTL_SETTING,
     Reason,
     vocabulary_for,
 )
@@ -52,9 +51,11 @@ from harness.drift._sentences import summary as summary_of
 from harness.drift._settings import names_ttl, setting_level, setting_reason, start_of
 from harness.drift._structured import structured_diff
 from harness.drift._tools import (
+    ToolDiff,
     diff_tools,
     provenance_of,
     tool_at,
+    tool_name,
 )
 from harness.drift._wording import (
     ABSENT,
@@ -74,24 +75,32 @@ def compare(
     reproduce: Reproduce | None = None,
     label_a: str = "expected",
     label_b: str = "actual",
+    caching: str | None = None,
 ) -> DriftReport:
     """The drift from `a` (expected) to `b` (actual), as a provider's prompt cache sees it.
 
-    Settings are compared first (any difference is `model_changed` and loses every block), then
-    the blocks in `a`'s order followed by blocks only `b` has: the first whose encoding differs is
-    the verdict, and it and every block after it lose their cache. `owners` maps tool names to the
-    plugin that registered them, for provenance.
+    Settings are compared first (a setting that keys the cache loses every block, or the blocks
+    from its level on), then the blocks in `a`'s order followed by blocks only `b` has: the first
+    whose encoding differs is the verdict, and it and every block after it lose their cache. A
+    setting whose effect is not certain (a time to live, a setting no rule knows) is the verdict
+    only when no block changed, and loses nothing for certain. `owners` maps tool names to the
+    plugin that registered them, for provenance. `caching` is what the provider's rules say the
+    prefix caches, when the caller knows them: an identical report says it, and says nothing of
+    caching without it.
     """
     doc_a, doc_b = document(a), document(b)
     bytes_a, bytes_b = encode_json(doc_a), encode_json(doc_b)
     prompt_a, prompt_b = prompt_bytes(doc_a), prompt_bytes(doc_b)
     if bytes_a == bytes_b:
+        said = caching or (
+            f"{len(prompt_b):,} prompt bytes (~{tokens(len(prompt_b)):,} tokens); whether they"
+            " cache is the provider's rules' to say"
+        )
         return DriftReport(
             identical=True,
             raw_summary=(
                 f"identical: {label_a} and {label_b} encode to the same {len(bytes_a):,} bytes;"
-                f" the whole prefix stays cached ({len(prompt_b):,} prompt bytes,"
-                f" ~{tokens(len(prompt_b)):,} tokens)",
+                f" {said}",
             ),
             prefix_bytes_kept=len(prompt_b),
             tokens_kept=tokens(len(prompt_b)),
@@ -113,12 +122,19 @@ def compare(
     setting = setting_reason(vocabulary, settings_changed, order)
     if encode_json(settings_a) != encode_json(settings_b) and setting is None:
         setting = Reason(MODEL_CHANGED)  # same settings in another key order
+    if setting is not None and setting.effect != "breaks" and changed:
+        setting = None  # a block changed for certain: that is the verdict
     level = setting_level(setting, order)
     block: str
     if setting is not None and (not changed or order.index(changed[0]) >= level):
-        block, kind, verdict = SETTINGS, "settings", setting.word
-        invalidated = tuple(order[level:])
-        kept = min(start_of(doc_a, order, level), first_byte_difference(prompt_a, prompt_b))
+        block, verdict = SETTINGS, setting.word
+        if setting.effect == "breaks":
+            kind = "settings"
+            invalidated = tuple(order[level:])
+            kept = min(start_of(doc_a, order, level), first_byte_difference(prompt_a, prompt_b))
+        else:  # a time to live, or a setting no rule knows: nothing is lost for certain
+            kind = "retention" if setting.effect == "retention" else "unknown-setting"
+            invalidated, kept = (), len(prompt_b)
     else:
         if changed:
             block = changed[0]
@@ -129,8 +145,11 @@ def compare(
             block = next(x for x, y in zip(keys_a, keys_b, strict=False) if x != y)
             kind = "block-order"
         verdict = vocabulary.block(block)
-        if names_ttl(path):
-            kind, verdict = "cache-ttl", vocabulary.setting(TTL_SETTING).word
+        ttl = names_ttl(path)
+        if ttl is not None:
+            kind, verdict = "cache-ttl", vocabulary.setting(ttl).word
+        elif kind == "messages" and _compacted(vocabulary.compaction, doc_a, doc_b, block):
+            kind, verdict = "compaction", vocabulary.compaction_word or "context_compacted"
         invalidated = tuple(order[order.index(block) :])
         kept = first_byte_difference(prompt_a, prompt_b)
     lost = len(prompt_b) - kept
@@ -151,12 +170,7 @@ def compare(
             tool = focus
     provenance = provenance_of(owners, focus)
 
-    hint_a, hint_b = _enc_member(doc_a, block), _enc_member(doc_b, block)
-    hints = _hints(
-        hint_a.decode("utf-8", "replace"),
-        hint_b.decode("utf-8", "replace"),
-        differential=bool(hint_a) and bool(hint_b),
-    )
+    hints = _block_hints(doc_a, doc_b, block, kind, tools)
 
     summary = summary_of(
         verdict=verdict,
@@ -175,6 +189,7 @@ def compare(
         labels=(label_a, label_b),
         invalidated=invalidated,
         kept_blocks=[key for key in order if key not in invalidated] if invalidated else [],
+        at_stake=len(prompt_b),
     )
     return DriftReport(
         identical=False,
@@ -205,6 +220,64 @@ def compare(
         raw_label_a=label_a,
         raw_label_b=label_b,
     )
+
+
+def _block_hints(
+    doc_a: Mapping[str, Any],
+    doc_b: Mapping[str, Any],
+    block: str,
+    kind: str,
+    tools: ToolDiff | None,
+) -> tuple[str, str, bool] | None:
+    """What the hints read: the changed block's two texts. A reorder moves the same tools, so
+    what differs at one place is another tool's name or text, never a counter: its hints read
+    only the tools whose content changed (none, for a pure reorder)."""
+    if block == "tools" and tools is not None and kind in ("reorder", "reorder-and-content"):
+        if not tools.changed:
+            return None
+        named_a = _tools_named(doc_a.get("tools"), tools.changed)
+        named_b = _tools_named(doc_b.get("tools"), tools.changed)
+        return _hints(named_a, named_b, differential=bool(named_a) and bool(named_b))
+    hint_a, hint_b = _enc_member(doc_a, block), _enc_member(doc_b, block)
+    return _hints(
+        hint_a.decode("utf-8", "replace"),
+        hint_b.decode("utf-8", "replace"),
+        differential=bool(hint_a) and bool(hint_b),
+    )
+
+
+def _tools_named(tools: Any, names: tuple[str, ...]) -> str:
+    """The JSON of the tools called `names`, in name order (the same text on both sides)."""
+    if not isinstance(tools, list):
+        return ""
+    wanted = set(names)
+    found = sorted(
+        (tool_name(tool), encode_json(tool)) for tool in tools if tool_name(tool) in wanted
+    )
+    return b",".join(encoded for _, encoded in found).decode("utf-8", "replace")
+
+
+def _compacted(
+    types: frozenset[str], doc_a: Mapping[str, Any], doc_b: Mapping[str, Any], block: str
+) -> bool:
+    """Whether `b`'s conversation holds a compaction item `a`'s does not (the provider compacted
+    the context: OpenAI's `context_compacted`)."""
+    if not types:
+        return False
+    items_a, items_b = doc_a.get(block), doc_b.get(block)
+    if not isinstance(items_b, list):
+        return False
+
+    def compactions(items: Any) -> list[bytes]:
+        if not isinstance(items, list):
+            return []
+        return [
+            encode_json(item)
+            for item in items
+            if isinstance(item, dict) and item.get("type") in types
+        ]
+
+    return bool(set(compactions(items_b)) - set(compactions(items_a)))
 
 
 def compare_values(

@@ -78,6 +78,21 @@ _COUNTER_ADVICE = (
 )
 
 
+def volatile_matches(text: str, nouns: frozenset[str]) -> list[tuple[str, str]]:
+    """`(noun, what it matched)` for each volatile thing in `text` whose noun is in `nouns` ("a
+    timestamp", "a UUID", "a date", "a hex id"...), a span claimed once, in priority order."""
+    found: list[tuple[int, str, str]] = []
+    claimed: list[tuple[int, int]] = []
+    for pattern in _PATTERNS:
+        for match in pattern.regex.finditer(text):
+            if _overlaps(match.span(), claimed):
+                continue
+            claimed.append(match.span())
+            if pattern.noun in nouns:
+                found.append((match.start(), pattern.noun, match.group()))
+    return [(noun, value) for _, noun, value in sorted(found)]
+
+
 def hints_between(a_text: str, b_text: str, *, differential: bool) -> tuple[str, ...]:
     """Hints for each text alone, or (`differential`) for what differs between the two."""
     found_hints: list[str] = []

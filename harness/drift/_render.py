@@ -28,6 +28,7 @@ from harness.drift._wording import (
     ABSENT,
     BYTES_PER_TOKEN,
     KIND_TEXT,
+    UNCERTAIN_KINDS,
     short,
     short_encoded,
     show_pointer,
@@ -43,6 +44,8 @@ _POINTER_LIMIT: Final = 300
 
 
 def _cost_phrase(report: DriftReport) -> str:
+    if report.kind in UNCERTAIN_KINDS:
+        return "settings changed -> the cache effect is not documented: nothing is lost for certain"
     lost = words(report.invalidated)
     caches = "cache is" if len(report.invalidated) == 1 else "caches are"
     if report.block == SETTINGS:
@@ -100,6 +103,11 @@ def _place(report: DriftReport) -> str:
 
 
 def _cost(report: DriftReport) -> str:
+    if report.kind in UNCERTAIN_KINDS:
+        return (
+            f"{report.prefix_bytes_kept:,} prompt bytes (~{report.tokens_kept:,} tokens) at"
+            f" stake, effect unknown; tokens ~ bytes / {BYTES_PER_TOKEN}"
+        )
     return (
         f"kept {report.prefix_bytes_kept:,} prompt bytes (~{report.tokens_kept:,} tokens),"
         f" lost {report.prefix_bytes_lost:,} bytes (~{report.tokens_lost:,} tokens);"

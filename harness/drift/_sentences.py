@@ -35,6 +35,7 @@ def summary(
     labels: tuple[str, str],
     invalidated: Sequence[str] = (),
     kept_blocks: Sequence[str] = (),
+    at_stake: int = 0,
 ) -> Sentence:
     place = f"at {show_pointer(pointer)}, byte {offset}"
     cost = f"{lost:,} cached bytes (~{tokens(lost):,} tokens) lost"
@@ -45,7 +46,7 @@ def summary(
         if kind in ("added", "removed", "added-and-removed") and tools is not None:
             what += ("; ", *tool_changes(tools))
         return (f"{verdict}: ", *what, f", {place}; {cost}")
-    if kind == "settings":
+    if kind in ("settings", "retention", "unknown-setting"):
         changes: list[Sentence] = [
             (
                 f"{key}: ",
@@ -62,6 +63,21 @@ def summary(
             detail = changes[0]
             for change in changes[1:]:
                 detail += ("; ", *change)
+        stake = f"{at_stake:,} prompt bytes, ~{tokens(at_stake):,} tokens"
+        if kind == "retention":
+            return (
+                f"{verdict}: the cache's time to live changed (",
+                *detail,
+                "); entries are written under the new one, and whether the prefix cached"
+                f" before is read again is not documented (at stake: {stake})",
+            )
+        if kind == "unknown-setting":
+            return (
+                f"{verdict}: a setting no rule knows changed (",
+                *detail,
+                f"); its cache effect is unknown (at stake: {stake}): a setting row in the"
+                " rules says whether it keys the cache or is bookkeeping",
+            )
         if kept_blocks:
             return (
                 f"{verdict}: settings changed (",
@@ -90,6 +106,12 @@ def summary(
     if kind == "messages":
         position = _message_position(pointer, doc_a, doc_b)
         return (f"{verdict}: messages differ{position} {place}; {cost}",)
+    if kind == "compaction":
+        position = _message_position(pointer, doc_a, doc_b)
+        return (
+            f"{verdict}: the provider compacted the context: the conversation differs{position}"
+            f" {place}, where a compaction item stands; {cost}",
+        )
     return (f'{verdict}: block "{block}" differs {place}; {cost}',)
 
 

@@ -10,7 +10,7 @@ a cache breakpoint's time to live is its own reason (`names_ttl`).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 from harness._reasons import MODEL_CHANGED, Reason, Vocabulary
 from harness._views import prompt_bytes
@@ -21,12 +21,14 @@ __all__ = ["names_ttl", "setting_level", "setting_reason", "start_of"]
 def setting_reason(
     vocabulary: Vocabulary, keys: Sequence[str], order: Sequence[str]
 ) -> Reason | None:
-    """The reason for a settings change: of the changed settings, the one that invalidates the
-    most (a whole-key change first); at the same level one the vocabulary names, the model
-    first, then in key order."""
+    """The reason for a settings change: of the changed settings, a certain break first (a time
+    to live or a setting no rule knows only when nothing else changed), then the one that
+    invalidates the most (a whole-key change first); at the same level one the vocabulary names,
+    the model first, then in key order."""
     ranked = sorted(
         range(len(keys)),
         key=lambda i: (
+            vocabulary.setting(keys[i]).effect != "breaks",
             setting_level(vocabulary.setting(keys[i]), order),
             not vocabulary.named(keys[i]),
             vocabulary.setting(keys[i]).word != MODEL_CHANGED,
@@ -36,10 +38,18 @@ def setting_reason(
     return vocabulary.setting(keys[ranked[0]]) if ranked else None
 
 
+# The conversation: the last level wherever it is named (a cached prefix may stop before it).
+_CONVERSATION: Final = frozenset({"messages", "input", "contents"})
+
+
 def setting_level(reason: Reason | None, order: Sequence[str]) -> int:
-    """The index in `order` of the first block a setting change invalidates (0: all of them)."""
-    if reason is None or reason.level is None or reason.level not in order:
+    """The index in `order` of the first block a setting change invalidates (0: all of them;
+    `len(order)`: none of them, when it invalidates the conversation and a cached prefix that
+    stops before the conversation is compared)."""
+    if reason is None or reason.level is None:
         return 0
+    if reason.level not in order:
+        return len(order) if reason.level in _CONVERSATION else 0
     return order.index(reason.level)
 
 
@@ -49,6 +59,12 @@ def start_of(doc: Mapping[str, Any], order: Sequence[str], level: int) -> int:
     return len(prompt_bytes(before)) + (1 if before else 0)
 
 
-def names_ttl(path: Sequence[str]) -> bool:
-    """Whether a difference lies in a cache breakpoint's time to live (`.../cache_control/ttl`)."""
-    return len(path) >= 2 and path[-1] == "ttl" and path[-2] in ("cache_control", "cachePoint")
+MARKER_KEYS = ("cache_control", "cachePoint", "prompt_cache_breakpoint")
+
+
+def names_ttl(path: Sequence[str]) -> str | None:
+    """The setting key of a cache breakpoint's time to live when a difference lies in one
+    (`.../cache_control/ttl`: `cache_control.ttl`), else None."""
+    if len(path) >= 2 and path[-1] == "ttl" and path[-2] in MARKER_KEYS:
+        return f"{path[-2]}.ttl"
+    return None

@@ -33,10 +33,17 @@ KIND_TEXT: Final[dict[str, str]] = {
     "reorder-and-content": "same tools in another order, and a tool's content changed",
     "settings": "a setting that keys the cache changed",
     "cache-ttl": "a cache breakpoint's time to live changed",
+    "retention": "the cache's time to live (retention) changed; its effect is not documented",
+    "unknown-setting": "a setting no rule knows changed; its cache effect is unknown",
+    "compaction": "the provider compacted the context",
     "text": "the system text changed",
     "messages": "the conversation changed",
     "block-order": "the same blocks in another order",
 }
+
+
+# Kinds whose cache effect is not certain: nothing is counted lost (a report says "at stake").
+UNCERTAIN_KINDS: Final = frozenset({"retention", "unknown-setting"})
 
 
 class Absent:

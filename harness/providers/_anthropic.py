@@ -4,7 +4,10 @@ A change invalidates its level and every level after it. The cacheable prefix en
 `cache_control` breakpoint (on a tool, a system block or a message content block); with none, the
 tools and system are the prefix (automatic caching), and a top-level `cache_control` makes the
 whole request the prefix. Beta headers (`anthropic-beta`) key the cache, so they are settings.
-Also reached through Vertex (`:rawPredict`) and Bedrock's `/invoke` with `anthropic_version`.
+Which fields are settings and which are bookkeeping is the rules pack's (`_pack.classify`).
+Also reached through Vertex (`:rawPredict`) and Bedrock's `/invoke` with `anthropic_version`. On
+Vertex the raw key order reaches the cache (`messages` before `system` or `tools` misses): the
+view says so in the setting `KEY_ORDER`, so two requests serialised in different orders differ.
 """
 
 from __future__ import annotations
@@ -13,7 +16,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-from harness._reasons import Reason, Vocabulary
 from harness._views import CacheView, RequestSplit
 from harness.providers._base import (
     CacheUsage,
@@ -22,32 +24,47 @@ from harness.providers._base import (
     integer,
     member,
     point_pointer,
-    settings_of,
     truncate,
 )
+from harness.providers._pack import KeyOrder, classify, rules_pack
 
 ANTHROPIC: Final = "anthropic"
+# The setting that says a Vertex body serialises its conversation before its stable prefix.
+KEY_ORDER: Final = "(key order)"
 
-# Per-request bookkeeping: sampling and output limits, streaming, metadata. Everything else that
-# is not prompt text keys the cache (conservative by default).
-_BOOKKEEPING: Final = frozenset(
-    {"stream", "max_tokens", "metadata", "temperature", "top_p", "top_k", "stop_sequences"}
-)
 _PROMPT: Final = frozenset({"tools", "system", "messages", "cache_control"})
 _MARKERS: Final = ("cache_control",)
+
+
+def surface_of(body: Mapping[str, Any], url: str | None) -> str:
+    """Where a Messages request goes: `vertex`, `bedrock`, `claude-api`, or "" when unknown."""
+    if url is not None:
+        parts = urlsplit(url)
+        if parts.path.rstrip("/").endswith((":rawPredict", ":streamRawPredict")):
+            return "vertex"
+        if "/invoke" in parts.path:
+            return "bedrock"
+        if (parts.hostname or "").endswith("anthropic.com"):
+            return "claude-api"
+    version = body.get("anthropic_version")
+    if isinstance(version, str):
+        return "vertex" if version.startswith("vertex") else "bedrock"
+    return ""
+
+
+def key_order(body: Mapping[str, Any], surface: str) -> str | None:
+    """What the rules say of the body's raw key order on this surface (None: nothing wrong)."""
+    row = rules_pack().first(KeyOrder, ANTHROPIC, surface=surface)
+    if row is None or row.last not in body:
+        return None
+    keys = list(body)
+    early = [key for key in row.before if key in body and keys.index(key) > keys.index(row.last)]
+    return f"{row.last} before {', '.join(early)}" if early else None
 
 
 class AnthropicMessages(Provider):
     name = ANTHROPIC
     hosts = ("api.anthropic.com",)
-    # A change of `tool_choice` or `thinking` invalidates only the messages cache (Anthropic's
-    # prompt caching guide); the model and speed are `model_changed` in its own diagnostics.
-    reasons = Vocabulary(
-        settings={
-            "tool_choice": Reason("tool_choice_changed", "messages"),
-            "thinking": Reason("thinking_changed", "messages"),
-        }
-    )
 
     def claims(self, body: Mapping[str, Any], url: str | None) -> bool:
         if url is not None:
@@ -60,16 +77,27 @@ class AnthropicMessages(Provider):
             return False
         tools = body.get("tools")
         tool_list = tools if isinstance(tools, list) else []
+        model = body.get("model")
         return (
             "system" in body
             or "anthropic_version" in body
             or "thinking" in body
+            or "cache_control" in body  # the top-level automatic marker
+            or (isinstance(model, str) and model.startswith("claude") and "max_tokens" in body)
             or any(isinstance(tool, dict) and "input_schema" in tool for tool in tool_list)
-            or any(_has_tool_block(message) for message in messages)
+            or any(_has_tool_block(message) or _marks_block(message) for message in messages)
         )
 
     def split(self, body: Mapping[str, Any], headers: Sequence[tuple[str, str]]) -> RequestSplit:
-        settings = settings_of(body, _BOOKKEEPING | _PROMPT)
+        return self.split_url(body, headers, None)
+
+    def split_url(
+        self, body: Mapping[str, Any], headers: Sequence[tuple[str, str]], url: str | None
+    ) -> RequestSplit:
+        settings, bookkeeping = classify(ANTHROPIC, body, _PROMPT)
+        order = key_order(body, surface_of(body, url))
+        if order is not None:
+            settings[KEY_ORDER] = order
         betas = [
             beta.strip()
             for name, value in headers
@@ -79,25 +107,36 @@ class AnthropicMessages(Provider):
         ]
         if betas:
             settings["anthropic-beta"] = betas
-            settings = dict(sorted(settings.items()))
+        settings = dict(sorted(settings.items()))
         blocks = {key: body[key] for key in ("tools", "system", "messages") if key in body}
         view = CacheView(settings=settings, blocks=blocks, provider=ANTHROPIC)
         points = breakpoints(blocks, _marked)
         pointers = tuple(point_pointer(point, "cache_control") for point in points)
         if "cache_control" in body:  # automatic caching up to the last block
             return RequestSplit(
-                ANTHROPIC, view, view, "whole-request", "/cache_control", pointers, _MARKERS
+                ANTHROPIC,
+                view,
+                view,
+                "whole-request",
+                "/cache_control",
+                pointers,
+                _MARKERS,
+                bookkeeping,
             )
         if not points:
             prefix_blocks: dict[str, Any] = {
                 k: blocks[k] for k in ("tools", "system") if k in blocks
             }
             prefix = CacheView(settings=settings, blocks=prefix_blocks, provider=ANTHROPIC)
-            return RequestSplit(ANTHROPIC, view, prefix, "automatic", markers=_MARKERS)
+            return RequestSplit(
+                ANTHROPIC, view, prefix, "automatic", markers=_MARKERS, bookkeeping=bookkeeping
+            )
         prefix = CacheView(
             settings=settings, blocks=truncate(blocks, points[-1]), provider=ANTHROPIC
         )
-        return RequestSplit(ANTHROPIC, view, prefix, "breakpoint", pointers[-1], pointers, _MARKERS)
+        return RequestSplit(
+            ANTHROPIC, view, prefix, "breakpoint", pointers[-1], pointers, _MARKERS, bookkeeping
+        )
 
     def usage(self, response: Any) -> CacheUsage | None:
         usage = member(response, "usage")
@@ -119,6 +158,13 @@ def _has_tool_block(message: Any) -> bool:
             isinstance(block, dict) and block.get("type") in {"tool_use", "tool_result"}
             for block in message["content"]
         )
+    return False
+
+
+def _marks_block(message: Any) -> bool:
+    """A content block with Anthropic's `cache_control` marker."""
+    if isinstance(message, dict) and isinstance(message.get("content"), list):
+        return any(_marked(block) for block in message["content"])
     return False
 
 

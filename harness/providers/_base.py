@@ -20,8 +20,9 @@ one place that reads such an object's optional parts.
 
 Settings that key the cache without being prompt text (model, thinking, reasoning effort, beta
 headers, service tier, `prompt_cache_key`, tool choice...) are the view's `settings`; per-request
-bookkeeping (`stream`, `max_tokens`, sampling parameters, `metadata`) is left out. The decision
-note `docs/decisions/0005-capture.md` lists every key and why.
+bookkeeping (`stream`, `max_tokens`, sampling parameters, `metadata`, diagnostics requests) is
+the split's `bookkeeping`. Which is which is data: the rules pack's setting rows
+(`harness.providers._pack`, decision 0017).
 """
 
 from __future__ import annotations
@@ -51,9 +52,7 @@ __all__ = [
     "point_pointer",
     "reasons_of",
     "role",
-    "settings_of",
     "truncate",
-    "without",
 ]
 
 Headers = Mapping[str, str] | Sequence[tuple[str, str]]
@@ -163,12 +162,6 @@ def header_pairs(headers: Headers | None) -> list[tuple[str, str]]:
     return [(str(key).lower(), str(value)) for key, value in headers]
 
 
-def settings_of(body: Mapping[str, Any], skip: frozenset[str]) -> dict[str, Any]:
-    """Every key of `body` that is neither prompt nor bookkeeping, sorted: top-level key order
-    does not reach a provider's prompt."""
-    return {key: body[key] for key in sorted(body) if key not in skip}
-
-
 def role(message: Any) -> Any:
     return message.get("role") if isinstance(message, dict) else None
 
@@ -195,14 +188,6 @@ def host_matches(pattern: str, host: str) -> bool:
     if ":" not in pattern:
         host = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
     return fnmatchcase(host, pattern)
-
-
-def without(value: Any, keys: frozenset[str]) -> Any:
-    """A JSON object without `keys` (None when nothing is left); anything else as it is."""
-    if not isinstance(value, Mapping):
-        return value
-    kept = {key: item for key, item in value.items() if key not in keys}
-    return kept or None
 
 
 Point = tuple[str, int, int]  # a breakpoint: (block, index, content index or -1)

@@ -10,7 +10,8 @@ model id is in the URL path, so it is read from there.
 
 Settings: the model id, `toolConfig.toolChoice`, `additionalModelRequestFields` (where reasoning
 and thinking settings go), `performanceConfig`, `serviceTier`, guardrails, prompt variables.
-`inferenceConfig` (sampling and output limits) and `requestMetadata` are bookkeeping. The hit
+`inferenceConfig` (sampling and output limits) and `requestMetadata` are bookkeeping (the rules
+pack says which is which: `_pack.classify`). The hit
 signal is `usage.cacheReadInputTokens` (`cacheReadInputTokenCount` in some responses); Bedrock
 gives no miss reason.
 """
@@ -30,15 +31,14 @@ from harness.providers._base import (
     member,
     model_in_path,
     point_pointer,
-    settings_of,
     truncate,
 )
+from harness.providers._pack import classify
 
 BEDROCK: Final = "bedrock"
 
 _PATH: Final = re.compile(r"/model/(?P<model>[^/]+)/converse(?:-stream)?$")
 _PROMPT: Final = frozenset({"messages", "system", "toolConfig"})
-_BOOKKEEPING: Final = frozenset({"inferenceConfig", "requestMetadata"})
 _MARKERS: Final = ("cachePoint",)
 # Converse content blocks are one-key objects; the Anthropic shape has a `type`.
 _CONVERSE_BLOCKS: Final = frozenset(
@@ -69,7 +69,7 @@ class BedrockConverse(Provider):
     def split_url(
         self, body: Mapping[str, Any], headers: Sequence[tuple[str, str]], url: str | None
     ) -> RequestSplit:
-        settings = settings_of(body, _PROMPT | _BOOKKEEPING)
+        settings, bookkeeping = classify(BEDROCK, body, _PROMPT)
         config = body.get("toolConfig")
         tools: Any = None
         if isinstance(config, Mapping):
@@ -93,9 +93,13 @@ class BedrockConverse(Provider):
                 k: blocks[k] for k in ("tools", "system") if k in blocks
             }
             prefix = CacheView(settings=settings, blocks=prefix_blocks, provider=BEDROCK)
-            return RequestSplit(BEDROCK, view, prefix, "automatic", markers=_MARKERS)
+            return RequestSplit(
+                BEDROCK, view, prefix, "automatic", markers=_MARKERS, bookkeeping=bookkeeping
+            )
         prefix = CacheView(settings=settings, blocks=truncate(blocks, points[-1]), provider=BEDROCK)
-        return RequestSplit(BEDROCK, view, prefix, "breakpoint", pointers[-1], pointers, _MARKERS)
+        return RequestSplit(
+            BEDROCK, view, prefix, "breakpoint", pointers[-1], pointers, _MARKERS, bookkeeping
+        )
 
     def usage(self, response: Any) -> CacheUsage | None:
         usage = member(response, "usage")

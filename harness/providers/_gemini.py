@@ -9,8 +9,9 @@ Vertex AI (`*-aiplatform.googleapis.com`), as `:generateContent` or `:streamGene
 model is in the URL path (`/models/gemini-2.5-flash:generateContent`), so it is read from there.
 
 Settings: `toolConfig` (the function-calling mode, Gemini's tool choice), `cachedContent`, and
-`generationConfig` less its sampling and output limits (`thinkingConfig`, `responseSchema` and the
-response type stay). `safetySettings` and `labels` are bookkeeping. The hit signal is
+`generationConfig` member by member, less its sampling and output limits (`thinkingConfig`,
+`responseSchema` and the response type stay). `safetySettings` and `labels` are bookkeeping. The
+rules pack says which is which (`_pack.classify`). The hit signal is
 `usageMetadata.cachedContentTokenCount`; Gemini gives no miss reason.
 """
 
@@ -28,42 +29,14 @@ from harness.providers._base import (
     integer,
     member,
     model_in_path,
-    settings_of,
-    without,
 )
+from harness.providers._pack import classify
 
 GEMINI: Final = "gemini"
 
 _METHOD: Final = re.compile(r"/models/(?P<model>[^/:]+):(?:stream)?[gG]enerateContent$")
 _SYSTEM_KEYS: Final = ("systemInstruction", "system_instruction")
 _PROMPT: Final = frozenset({"tools", "contents", *_SYSTEM_KEYS})
-_BOOKKEEPING: Final = frozenset(
-    {"safetySettings", "safety_settings", "labels", "generationConfig", "generation_config"}
-)
-# Sampling and output limits: per-request, they do not key the cache.
-_SAMPLING: Final = frozenset(
-    {
-        "temperature",
-        "topP",
-        "top_p",
-        "topK",
-        "top_k",
-        "candidateCount",
-        "candidate_count",
-        "maxOutputTokens",
-        "max_output_tokens",
-        "stopSequences",
-        "stop_sequences",
-        "seed",
-        "presencePenalty",
-        "presence_penalty",
-        "frequencyPenalty",
-        "frequency_penalty",
-        "responseLogprobs",
-        "response_logprobs",
-        "logprobs",
-    }
-)
 
 
 def model_in(url: str | None) -> str | None:
@@ -86,11 +59,7 @@ class Gemini(Provider):
     def split_url(
         self, body: Mapping[str, Any], headers: Sequence[tuple[str, str]], url: str | None
     ) -> RequestSplit:
-        settings = settings_of(body, _PROMPT | _BOOKKEEPING)
-        config = body.get("generationConfig", body.get("generation_config"))
-        kept = without(config, _SAMPLING)
-        if kept is not None:
-            settings["generationConfig"] = kept
+        settings, bookkeeping = classify(GEMINI, body, _PROMPT)
         model = model_in(url)
         if model is not None:
             settings["model"] = model
@@ -105,7 +74,7 @@ class Gemini(Provider):
         if "contents" in body:
             blocks["contents"] = body["contents"]
         view = CacheView(settings=settings, blocks=blocks, provider=GEMINI)
-        return RequestSplit(GEMINI, view, view, "exact-prefix")
+        return RequestSplit(GEMINI, view, view, "exact-prefix", bookkeeping=bookkeeping)
 
     def usage(self, response: Any) -> CacheUsage | None:
         usage = member(response, "usageMetadata")

@@ -7,6 +7,10 @@
   server; the prefix chain does not judge it.
 OpenAI caches the exact prefix, so the whole request is the cacheable prefix. Routing also hashes
 `prompt_cache_key`, and reasoning effort and service tier miss the cache: they are settings.
+Which fields are settings and which are bookkeeping is the rules pack's (`_pack.classify`);
+`prompt_cache_options` is judged member by member (its `comparison_response_id` only asks for
+diagnostics). GPT-5.6 and later mark explicit breakpoints with `prompt_cache_breakpoint` on
+content blocks: a marker, which the prefix chain lets move forward as Anthropic's.
 
 A `prompt_cache_key` that a framework makes anew for every run (openai-agents' default,
 `agents-sdk:run:<random hex>`) is put in the view as `PER_RUN_KEY`: it is not the project's code
@@ -23,54 +27,15 @@ from urllib.parse import urlsplit
 
 from harness._reasons import Vocabulary
 from harness._views import CacheView, RequestSplit
-from harness.providers._base import CacheUsage, Provider, integer, member, role, settings_of
+from harness.providers._base import CacheUsage, Provider, integer, member, role
+from harness.providers._pack import classify
 
 OPENAI_CHAT: Final = "openai-chat"
 OPENAI_RESPONSES: Final = "openai-responses"
 
-CHAT_BOOKKEEPING: Final = frozenset(
-    {
-        "stream",
-        "stream_options",
-        "max_tokens",
-        "max_completion_tokens",
-        "metadata",
-        "user",
-        "temperature",
-        "top_p",
-        "n",
-        "stop",
-        "seed",
-        "logprobs",
-        "top_logprobs",
-        "presence_penalty",
-        "frequency_penalty",
-        "logit_bias",
-        "store",
-        "safety_identifier",
-        "prediction",
-    }
-)
-_RESPONSES_BOOKKEEPING: Final = frozenset(
-    {
-        "stream",
-        "stream_options",
-        "max_output_tokens",
-        "metadata",
-        "user",
-        "temperature",
-        "top_p",
-        "top_logprobs",
-        "store",
-        "background",
-        "include",
-        "safety_identifier",
-        "previous_response_id",
-        "conversation",
-        "max_tool_calls",
-    }
-)
 _CHAT_PROMPT: Final = frozenset({"tools", "functions", "response_format", "messages"})
+_RESPONSES_PROMPT: Final = frozenset({"tools", "text", "instructions", "input"})
+MARKERS: Final = ("prompt_cache_breakpoint",)
 PER_RUN_KEY: Final = "agents-sdk:run:{{per-run}}"
 _GENERATED_KEY: Final = re.compile(r"agents-sdk:run:[0-9a-f]{32}")
 
@@ -85,12 +50,14 @@ def per_run_key(settings: Mapping[str, Any]) -> bool:
     return settings.get("prompt_cache_key") == PER_RUN_KEY
 
 
-def _settings(body: Mapping[str, Any], skip: frozenset[str]) -> dict[str, Any]:
-    settings = settings_of(body, skip)
+def _settings(
+    provider: str, body: Mapping[str, Any], prompt: frozenset[str]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    settings, bookkeeping = classify(provider, body, prompt)
     key = settings.get("prompt_cache_key")
     if isinstance(key, str) and _GENERATED_KEY.fullmatch(key):
         settings["prompt_cache_key"] = PER_RUN_KEY
-    return settings
+    return settings, bookkeeping
 
 
 def chat_path(url: str) -> bool:
@@ -100,7 +67,7 @@ def chat_path(url: str) -> bool:
 def split_chat(body: Mapping[str, Any], provider: str, *, system_first: bool) -> RequestSplit:
     """A Chat Completions body in cache order: tools then system, or (`system_first`) the other
     way round; the remaining messages last. The whole request is the prefix."""
-    settings = _settings(body, CHAT_BOOKKEEPING | _CHAT_PROMPT)
+    settings, bookkeeping = _settings(provider, body, _CHAT_PROMPT)
     messages = body.get("messages")
     leading: list[Any] = []
     rest: list[Any] = []
@@ -121,7 +88,9 @@ def split_chat(body: Mapping[str, Any], provider: str, *, system_first: bool) ->
     if messages is not None:
         blocks["messages"] = rest if isinstance(messages, list) else messages
     view = CacheView(settings=settings, blocks=blocks, provider=provider)
-    return RequestSplit(provider, view, view, "exact-prefix")
+    return RequestSplit(
+        provider, view, view, "exact-prefix", markers=MARKERS, bookkeeping=bookkeeping
+    )
 
 
 def cached_usage(provider: str, response: Any, total: str, details: str) -> CacheUsage | None:
@@ -174,18 +143,28 @@ class OpenAIResponses(Provider):
         return "input" in body or "instructions" in body
 
     def split(self, body: Mapping[str, Any], headers: Sequence[tuple[str, str]]) -> RequestSplit:
-        prompt = {"tools", "text", "instructions", "input"}
-        settings = _settings(body, _RESPONSES_BOOKKEEPING | prompt)
+        settings, bookkeeping = _settings(OPENAI_RESPONSES, body, _RESPONSES_PROMPT)
         blocks: dict[str, Any] = {}
         if "tools" in body:
             blocks["tools"] = body["tools"]
-        if "text" in body:
-            blocks["response_format"] = body["text"]
+        text = body.get("text")
+        if isinstance(text, dict) and "verbosity" in text:  # a setting of its own in the text
+            settings = {**settings, "verbosity": text["verbosity"]}
+            text = {key: value for key, value in text.items() if key != "verbosity"}
+        if "text" in body and text != {}:
+            blocks["response_format"] = text
         for key in ("instructions", "input"):
             if key in body:
                 blocks[key] = body[key]
         view = CacheView(settings=settings, blocks=blocks, provider=OPENAI_RESPONSES)
-        return RequestSplit(OPENAI_RESPONSES, view, view, "exact-prefix")
+        return RequestSplit(
+            OPENAI_RESPONSES,
+            view,
+            view,
+            "exact-prefix",
+            markers=MARKERS,
+            bookkeeping=bookkeeping,
+        )
 
     def usage(self, response: Any) -> CacheUsage | None:
         return cached_usage(OPENAI_RESPONSES, response, "input_tokens", "input_tokens_details")

@@ -31,6 +31,7 @@ from harness.providers._bedrock import BedrockConverse
 from harness.providers._deepseek import DeepSeek
 from harness.providers._gemini import Gemini
 from harness.providers._openai import OpenAIChat, OpenAIResponses
+from harness.providers._pack import on_change, vocabulary
 
 ENTRY_POINT_GROUP: Final = "harness.providers"
 
@@ -120,11 +121,19 @@ def recognised_host(host: str) -> bool:
 
 
 def _declare(provider: Provider) -> None:
-    declare(provider.name, reasons_of(provider))
+    """The provider's own words over what the rules pack says of its settings."""
+    declare(provider.name, reasons_of(provider).over(vocabulary(provider.name)))
+
+
+def redeclare() -> None:
+    """Every provider's vocabulary again (the rules in force changed)."""
+    for provider in registered_providers():
+        _declare(provider)
 
 
 for _provider in _BUILT_IN:
     _declare(_provider)
+on_change(redeclare)
 
 
 def _load_entry_points() -> None:

@@ -101,6 +101,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("harness_seed", "default --harness-seed", default="")
     parser.addini("harness_fixtures", "default --harness-fixtures", default=FIXTURES)
     parser.addini(
+        "harness_fail_on",
+        "cache rules whose findings fail a captured test, besides the errors (too-many-breakpoints,"
+        " ttl-order); 'all' for every rule (harness lint --fail-on)",
+        type="args",
+        default=[],
+    )
+    parser.addini(
+        "harness_rules",
+        "the project's rules file (rows added to the rules pack, fail_on, severity); default"
+        " harness-rules.json at the rootdir, when there is one",
+        default="",
+    )
+    parser.addini(
         "harness_collect",
         "collect every recorded scenario under harness_fixtures as a test (replay, rebuild, "
         "shuffle, pins); a corrupt file is then a collection error",

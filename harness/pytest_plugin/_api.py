@@ -40,6 +40,7 @@ PROP_DRIFT: Final = "harness_drift"
 PROP_USED: Final = "harness_fixture_used"
 PROP_MOVES: Final = "harness_moves_header"
 PROP_CHAIN: Final = "harness_prefix_chain"  # a captured test's gate: coverage, moves, exemption
+PROP_FINDINGS: Final = "harness_rule_findings"  # a captured test's cache-rule findings
 
 
 shown = _printer.shown  # a message as a test failure prints it

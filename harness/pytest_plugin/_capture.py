@@ -2,6 +2,9 @@
 
 - `session_for`: the test's `CaptureSession`: its cassette, the run's mode, `harness_upstream`,
   and `harness_capture_config` with a `@pytest.mark.header_capture(...)` marker's overrides.
+- `rules_for`: the project's rules rows (its rules file, `harness_capture_config`'s `rules`) in
+  force for the test; `rule_findings`: the cache rules on the test's requests (their findings go
+  to the controller; an error, or a rule `harness_fail_on` names, fails the test).
 - `finish`: at the end of the test, the prefix-chain gate (on by default, exempted by
   `moves_header(reason=...)`), replay errors the code under test swallowed, and the cassette to
   write; a test that failed writes nothing. Drift reaches the controller (the `header drift`
@@ -18,7 +21,7 @@ import sysconfig
 import warnings
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +32,7 @@ from harness._ci import writes_allowed
 from harness._errors import CaptureError, CassetteMismatch, FixtureError, HarnessError
 from harness.pytest_plugin._api import (
     PROP_CHAIN,
+    PROP_FINDINGS,
     PROP_USED,
     fail,
     moves_header_reason,
@@ -40,6 +44,7 @@ from harness.pytest_plugin._state import RunState
 
 if TYPE_CHECKING:  # the capture package is imported when a test first uses it, not at startup
     from harness.capture._session import CaptureSession
+    from harness.rules._engine import Finding, Policy
 
 __all__ = [
     "MARKER",
@@ -49,6 +54,8 @@ __all__ = [
     "gate",
     "intercepting",
     "record_chain",
+    "rule_findings",
+    "rules_for",
     "session_for",
     "take_chain",
 ]
@@ -124,10 +131,16 @@ def gate(item: pytest.Item, session: CaptureSession, settings: RunState) -> None
         )
     if session.errors:  # replay errors that the code under test may have swallowed
         fail("\n\n".join(map(str, _distinct(session.errors))))
-    if not session.config.prefix_chain or session.moves_header is not None:
-        return
-    breaks = session.prefix_breaks()
+    errors = [finding for finding in rule_findings(item, session, settings) if _fails(finding)]
+    gated = session.config.prefix_chain and session.moves_header is None
+    breaks = session.prefix_breaks() if gated else []
     if not breaks:
+        if errors:
+            lines = "\n".join(f"  {finding.to_text()}" for finding in errors)
+            fail(
+                f"harness: {len(errors)} cache rule finding(s) fail this test (errors, or rules"
+                f" harness_fail_on names):\n{lines}"
+            )
         return
     text = "\n\n".join(b.to_text() for b in breaks)
     first = breaks[0].to_text().splitlines()[0]
@@ -141,6 +154,100 @@ def gate(item: pytest.Item, session: CaptureSession, settings: RunState) -> None
         ' @pytest.mark.moves_header(reason="...") if the move is deliberate; nothing is'
         f" written)\n\n{text}"
     )
+
+
+def _fails(finding: Finding) -> bool:
+    return finding.severity == "error"
+
+
+def project_rules(settings: RunState) -> tuple[list[Any], Policy]:
+    """The project's rules rows and policy (its rules file, `harness_fail_on`), read once."""
+    if settings.rules is None:
+        from harness.rules._project import policy_of, rows_of
+        from harness.rules._project import project_rules as files_of
+
+        files = files_of(settings.rootdir, [settings.rules_file] if settings.rules_file else [])
+        policy = policy_of(files, settings.fail_on, where="harness_fail_on")
+        settings.rules = (rows_of(files), policy)
+    rows, policy = settings.rules
+    return rows, policy
+
+
+@contextmanager
+def rules_for(settings: RunState, session: CaptureSession) -> Iterator[None]:
+    """The project's rows in force for the test (`harness_capture_config`'s first); a bad rules
+    file or rule name fails the test in one line."""
+    from harness.providers._pack import overlay
+
+    try:
+        rows, _ = project_rules(settings)
+    except HarnessError as error:
+        fail(f"harness: {error}")
+    found = [*session.config.rules, *rows]
+    if not found:
+        yield
+        return
+    with overlay(found):
+        yield
+
+
+def rule_findings(item: pytest.Item, session: CaptureSession, settings: RunState) -> list[Finding]:
+    """The cache rules on the test's requests, the project's policy applied; the controller is
+    told (the `header drift` summary, GitHub's annotations). The gate reports its own certain
+    breaks: only its warnings (an effect the rules do not know for certain) are findings."""
+    import msgspec
+
+    from harness.rules._analysis import LintRequest
+    from harness.rules._engine import Session
+    from harness.rules._registry import lint
+
+    _, policy = project_rules(settings)
+    where = str(session.cassette) if session.cassette is not None else item.nodeid
+    with suppress(ValueError):
+        where = str(Path(where).relative_to(settings.rootdir))
+    found: list[Finding] = []
+    offset = 0
+    for segment in session.segments():
+        requests = []
+        for index, captured in enumerate(segment):
+            body = captured.json()
+            requests.append(
+                LintRequest(
+                    index,
+                    body if isinstance(body, dict) else {},
+                    url=captured.url,
+                    headers=captured.headers,
+                    method=captured.method,
+                    split=captured.split,
+                    presplit=True,
+                )
+            )
+        for finding in lint(Session(where, requests, offset=offset)):
+            if finding.rule == "prefix-broken" and (
+                finding.severity == "error"
+                or session.moves_header is not None
+                or not session.config.prefix_chain
+            ):
+                continue
+            found.append(policy.apply(finding))
+        offset += len(segment)
+    if found:
+        path, line, _ = item.location
+        item.user_properties.append(
+            (
+                PROP_FINDINGS,
+                [
+                    {
+                        **msgspec.to_builtins(finding),
+                        "nodeid": item.nodeid,
+                        "path": path,
+                        "line": (line or 0) + 1,
+                    }
+                    for finding in found
+                ],
+            )
+        )
+    return found
 
 
 def finish(item: pytest.Item, session: CaptureSession, settings: RunState, *, failed: bool) -> None:

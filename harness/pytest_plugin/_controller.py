@@ -23,6 +23,7 @@ from harness._errors import HarnessError
 from harness.pytest_plugin._api import (
     PROP_CHAIN,
     PROP_DRIFT,
+    PROP_FINDINGS,
     PROP_MOVES,
     PROP_USED,
     PROP_WRITE,
@@ -57,6 +58,8 @@ class Controller:
                 state.moves.append((report.nodeid, value))
             elif key == PROP_CHAIN:
                 take_chain(state, report.nodeid, value)
+            elif key == PROP_FINDINGS:
+                state.findings.extend(value)
 
     def _write(self, path: Path, data: bytes, nodeid: str) -> None:
         digest = hashlib.sha256(data).digest()

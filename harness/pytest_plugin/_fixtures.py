@@ -18,7 +18,7 @@ from harness._ci import detect_ci
 from harness._distribution import install_command
 from harness._errors import HarnessError
 from harness.pytest_plugin._api import AgentHarness, RegistrationShuffle, fail, report_drift
-from harness.pytest_plugin._capture import MARKER, finish, intercepting, session_for
+from harness.pytest_plugin._capture import MARKER, finish, intercepting, rules_for, session_for
 from harness.pytest_plugin._state import CALL_FAILED, STATE, RunState
 
 __all__ = [
@@ -78,8 +78,9 @@ def header_capture(
     settings = request.config.stash[STATE]
     item = request.node
     session = session_for(item, settings, upstream=harness_upstream, config=harness_capture_config)
-    yield session
-    finish(item, session, settings, failed=item.stash.get(CALL_FAILED, False))
+    with rules_for(settings, session):  # the project's rules rows, for the whole test
+        yield session
+        finish(item, session, settings, failed=item.stash.get(CALL_FAILED, False))
 
 
 @pytest.fixture(autouse=True)

@@ -6,11 +6,11 @@ A conftest (or another plugin) registers what the run's captured tests use, as p
     def pytest_harness_configure(config, harness):
         harness.register_provider(AcmeProvider())   # a harness.providers.Provider
         harness.register_matcher("acme", AcmeMatcher)  # then harness_capture_config's "matcher"
+        harness.register_rule(NoStreamingRule())    # a harness.rules.Rule
 
 It is called once per pytest process when collection has finished (every conftest is loaded by
 then) and before any test runs; what it registered is unregistered when pytest ends, so an
-in-process run (pytester) leaves nothing behind. Rules arrive with the rules pack and register
-here the same way.
+in-process run (pytester) leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -23,14 +23,15 @@ import pytest
 if TYPE_CHECKING:
     from harness.capture._matching import Matcher
     from harness.providers._base import Provider
+    from harness.rules._engine import Rule
 
 __all__ = ["Registrar", "pytest_harness_configure"]
 
 
 @pytest.hookspec(historic=False)
 def pytest_harness_configure(config: pytest.Config, harness: Registrar) -> None:
-    """Register providers and matchers (and rules) for this run: `harness.register_provider`,
-    `harness.register_matcher`."""
+    """Register providers, matchers and cache rules for this run: `harness.register_provider`,
+    `harness.register_matcher`, `harness.register_rule`."""
 
 
 class Registrar:
@@ -39,6 +40,7 @@ class Registrar:
     def __init__(self) -> None:
         self.providers: list[str] = []
         self.matchers: list[str] = []
+        self.rules: list[str] = []
 
     def register_provider(self, provider: Provider | type[Any] | Any) -> Provider:
         from harness.providers._registry import register_provider
@@ -53,6 +55,15 @@ class Registrar:
         register_matcher(name, factory)
         self.matchers.append(name)
 
+    def register_rule(self, rule: Rule | type[Any] | Any) -> Rule:
+        """A cache rule (a `harness.rules.Rule`) for this run: `harness lint`'s, in every
+        captured test; `harness_fail_on` may name it."""
+        from harness.rules._registry import register_rule
+
+        registered = register_rule(rule)
+        self.rules.append(registered.name)
+        return registered
+
     def undo(self) -> None:
         if self.providers:
             from harness.providers._registry import unregister_provider
@@ -64,5 +75,11 @@ class Registrar:
 
             for name in reversed(self.matchers):
                 unregister_matcher(name)
+        if self.rules:
+            from harness.rules._registry import unregister_rule
+
+            for name in reversed(self.rules):
+                unregister_rule(name)
         self.providers.clear()
         self.matchers.clear()
+        self.rules.clear()

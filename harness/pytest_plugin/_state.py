@@ -63,6 +63,12 @@ class RunState:
     collection_errors: int = 0
     left_out: list[str] = field(default_factory=list)  # test files pytest was told to ignore
     deselected: int = 0
+    # the cache rules: the project's choices (ini values, read as given; parsed on first use)
+    fail_on: str = ""  # harness_fail_on
+    rules_file: str = ""  # harness_rules (default: harness-rules.json at the rootdir)
+    rootdir: Path = field(default_factory=Path.cwd)
+    rules: Any = None  # the project's rows and policy, once read (`_capture.project_rules`)
+    findings: list[dict[str, Any]] = field(default_factory=list)  # what the rules found
 
     def outcome(self, nodeid: str, when: str, outcome: str, xfail: bool) -> None:
         if when == "teardown":
@@ -115,7 +121,15 @@ def state_from(config: pytest.Config) -> RunState:
     if not fixtures.is_absolute():
         fixtures = config.rootpath / fixtures
     return RunState(
-        mode, shuffle, seed, source, fixtures, config.pluginmanager.hasplugin("randomly")
+        mode,
+        shuffle,
+        seed,
+        source,
+        fixtures,
+        config.pluginmanager.hasplugin("randomly"),
+        fail_on=" ".join(str(item) for item in config.getini("harness_fail_on")),
+        rules_file=str(config.getini("harness_rules") or ""),
+        rootdir=config.rootpath,
     )
 
 

@@ -1,14 +1,16 @@
 """Every line the plugin prints at the end of a run: the `header drift` section, and GitHub's.
 
 The terminal section (mode and seed, drift found, `moves_header` uses and stale exemptions, the
-prefix chain's coverage per provider, files written or not, unused recordings) and, on GitHub
-Actions, the `::error` annotations and the step summary. Every line goes through the printer
+prefix chain's coverage per provider, the cache rules' findings, files written or not, unused
+recordings) and, on GitHub Actions, the `::error` (and `::warning`) annotations and the step
+summary. Every line goes through the printer
 (`harness._printer`): one line (control characters in a node id or a reason are escaped),
 redacted, and safe to print on GitHub Actions; the step summary is cut to GitHub's limit.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -17,7 +19,9 @@ from harness._errors import one_line
 from harness.pytest_plugin._state import RunState
 from harness.pytest_plugin._unused import DELETE_FLAG, Verdict
 
-__all__ = ["chain_lines", "moves_line", "write_summary"]
+__all__ = ["chain_lines", "moves_line", "rules_lines", "write_summary"]
+
+MAX_FINDINGS = 50  # finding lines the terminal shows (the step summary and annotations have all)
 
 
 def write_summary(
@@ -53,6 +57,8 @@ def write_summary(
             write(f"  {moves_line(nodeid, reason, s)}")
     for line in chain_lines(s):
         write(line)
+    for line in rules_lines(s):
+        write(line)
     for path in s.written:
         write(f"wrote {path}")
     for problem in s.unwritten:
@@ -82,6 +88,29 @@ def chain_lines(settings: RunState) -> list[str]:
     if settings.chain_unrecognised:
         line += f"; {settings.chain_unrecognised} other request(s) not checked"
     return [line]
+
+
+def rules_lines(settings: RunState) -> list[str]:
+    """The cache rules' findings over the run: a count, then one line each."""
+    found = settings.findings
+    if not found:
+        return []
+    count = Counter(str(f.get("severity")) for f in found)
+    lines = [
+        f"cache rules: {len(found)} finding(s) ({count['error']} error(s), {count['warning']}"
+        f" warning(s), {count['info']} info):"
+    ]
+    lines += [
+        f"  {f['nodeid']}: request {f['request']}: {f['severity']} {f['rule']}: {f['message']}"
+        for f in found[:MAX_FINDINGS]
+    ]
+    if len(found) > MAX_FINDINGS:
+        lines.append(f"  … {len(found) - MAX_FINDINGS} more")
+    return lines
+
+
+def _cell(text: str) -> str:
+    return one_line(text).replace("|", "\\|")
 
 
 def moves_line(nodeid: str, reason: str, settings: RunState) -> str:
@@ -119,6 +148,17 @@ def _github(settings: RunState) -> None:
                 drift["message"], file=drift["file"], line=drift["line"], title="header drift"
             )
         )
+    for found in settings.findings:
+        if found.get("severity") in ("error", "warning"):
+            print(
+                _printer.annotation(
+                    f"request {found['request']}: {found['message']}",
+                    file=found["path"],
+                    line=found["line"],
+                    title=f"cache rule {found['rule']}",
+                    level=str(found["severity"]),
+                )
+            )
     lines = [
         "## Header drift",
         "",
@@ -133,4 +173,12 @@ def _github(settings: RunState) -> None:
         lines += ["", "Tests marked `moves_header`:", ""]
         lines += [f"- {one_line(moves_line(node, why, settings))}" for node, why in settings.moves]
     lines += ["", *chain_lines(settings)] if settings.chain_tests else []
+    if settings.findings:
+        lines += ["", "### Cache rules", "", "| test | request | rule | severity | message |"]
+        lines.append("|---|---|---|---|---|")
+        lines += [
+            f"| `{one_line(str(f['nodeid']))}` | {f['request']} | `{f['rule']}` | {f['severity']}"
+            f" | {_cell(str(f['message']))} |"
+            for f in settings.findings
+        ]
     _printer.write_step_summary("\n".join(lines))

@@ -86,11 +86,12 @@ def test_gemini_is_split_tools_system_instruction_contents_with_the_model_from_t
     split = split_request(body, url=GEMINI_URL)
     assert split is not None and split.provider == "gemini"
     assert list(split.view.blocks) == ["tools", "systemInstruction", "contents"]
-    assert split.view.settings == {
-        "generationConfig": {"thinkingConfig": {"thinkingBudget": 128}},
+    assert split.view.settings == {  # generationConfig member by member, sampling left out
+        "generationConfig.thinkingConfig": {"thinkingBudget": 128},
         "model": "gemini-x",
         "toolConfig": {"functionCallingConfig": {"mode": "AUTO"}},
     }
+    assert split.bookkeeping == {"generationConfig.temperature": 0.2, "safetySettings": []}
     assert split.prefix == split.view and split.rule == "exact-prefix"  # implicit caching
     stream = GEMINI_URL.replace(":generateContent", ":streamGenerateContent") + "?alt=sse"
     assert detect_provider(body, stream) == "gemini"
@@ -173,6 +174,33 @@ def test_bedrock_converse_is_split_in_cache_order_up_to_the_last_cache_point() -
     assert cache_usage("bedrock", usage) == CacheUsage(
         "bedrock", read_tokens=900, uncached_tokens=30
     )
+
+
+@pytest.mark.parametrize(
+    ("body", "provider"),
+    [
+        ({"model": "claude-opus-4-6", "max_tokens": 64, "messages": []}, ANTHROPIC),
+        ({"model": "m", "cache_control": {"type": "ephemeral"}, "messages": []}, ANTHROPIC),
+        (
+            {
+                "messages": [
+                    {
+                        "role": "user",
+                        "content": [{"type": "text", "text": "hi", "cache_control": {}}],
+                    }
+                ]
+            },
+            ANTHROPIC,
+        ),
+        ({"model": "claude-opus-4-6", "messages": []}, None),  # no max_tokens: Chat's shape too
+        ({"model": "gpt-5.6", "max_tokens": 64, "messages": []}, None),
+    ],
+    ids=["claude-model", "automatic-marker", "marked-block", "no-max-tokens", "other-model"],
+)
+def test_a_minimal_messages_body_is_anthropics_by_its_model_or_its_markers(
+    body: dict[str, Any], provider: str | None
+) -> None:
+    assert detect_provider(body) == provider  # without a URL, as harness lint reads a body
 
 
 def test_bedrock_tool_moves_are_named_by_tool_spec() -> None:

@@ -1,0 +1,242 @@
+"""`harness lint` and `harness rules`: the rules on files, and the rules pack itself.
+
+`harness lint PATH... [--format text|json] [--fail-on RULE,...] [--rules FILE]` runs every rule
+on cassettes, folders of them, request bodies and session files (`harness.rules._inputs`), with
+the project's rules file applied (`harness-rules.json` here, or `--rules`). Exit 1 when a finding
+is an error, 0 otherwise, 2 for bad input. JSON output is an object: `findings` (each with
+`rule`, `severity`, `file`, `request`, `message`, and `provider`, `model`, `pointer` when known),
+`files`, `requests`, the count per severity, and `unjudged` (requests no provider recognises).
+
+`harness rules [--format text|json]` prints the rules (name, default severity, providers,
+meaning, fix) and the pack's rows with their sources, dates and conflicts, the project's rows
+first.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import msgspec
+
+from harness._errors import EXIT_DRIFT
+from harness._paths import project_fixtures
+from harness.capture._cassette import Exchange
+from harness.cli._output import out
+from harness.providers._pack import (
+    AnyRow,
+    Breakpoints,
+    Caching,
+    Compaction,
+    Levels,
+    Lookback,
+    Minimum,
+    Setting,
+    Ttl,
+    overlay,
+    rules_pack,
+)
+from harness.rules._analysis import analyse
+from harness.rules._engine import Finding
+from harness.rules._engine import Policy as RulesPolicy
+from harness.rules._inputs import requests_of_exchanges, sessions_of
+from harness.rules._project import policy_of, project_rules, rows_of
+from harness.rules._registry import lint, registered_rules
+
+__all__ = ["add_arguments", "cmd_lint", "cmd_rules", "finding_lines", "project_policy"]
+
+
+def add_arguments(
+    lint_parser: argparse.ArgumentParser, rules_parser: argparse.ArgumentParser
+) -> None:
+    lint_parser.add_argument(
+        "paths",
+        nargs="*",
+        help="cassettes, folders of cassettes, request bodies (.json) or sessions (.jsonl);"
+        " default ./fixtures",
+    )
+    lint_parser.add_argument("--format", choices=("text", "json"), default="text")
+    fail_on(lint_parser)
+    rules_parser.add_argument("--format", choices=("text", "json"), default="text")
+    rules_file(rules_parser)
+
+
+def fail_on(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--fail-on",
+        default="",
+        metavar="RULE,...",
+        help="rules whose findings fail (exit 1), besides the errors; 'all' for every rule",
+    )
+    rules_file(command)
+
+
+def rules_file(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--rules",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="the project's rules file (default: harness-rules.json here, when there is one)",
+    )
+
+
+@contextmanager
+def project_policy(args: argparse.Namespace) -> Iterator[RulesPolicy]:
+    """The project's rows in force and its policy, for one command."""
+    files = project_rules(Path.cwd(), getattr(args, "rules", ()) or ())
+    policy = policy_of(files, getattr(args, "fail_on", "") or "")
+    with overlay(rows_of(files)):
+        yield policy
+
+
+def cmd_lint(args: argparse.Namespace) -> int:
+    paths = [Path(p) for p in args.paths] if args.paths else [project_fixtures()]
+    with project_policy(args) as policy:
+        sessions = sessions_of(paths)
+        findings = [finding for session in sessions for finding in lint(session, policy)]
+    files = len({session.file for session in sessions})
+    requests = sum(len(session.requests) for session in sessions)
+    unjudged = sum(analysis is None for session in sessions for analysis in session.analyses)
+    counts = Counter(finding.severity for finding in findings)
+    if args.format == "json":
+        out(
+            msgspec.json.encode(
+                {
+                    "findings": findings,
+                    "files": files,
+                    "requests": requests,
+                    "errors": counts["error"],
+                    "warnings": counts["warning"],
+                    "info": counts["info"],
+                    "unjudged": unjudged,
+                }
+            ).decode()
+        )
+    else:
+        for line in finding_lines(findings):
+            out(line)
+        where = f"in {requests} requests of {files} file(s)"
+        if unjudged:
+            where += f" ({unjudged} not judged: no provider recognises them)"
+        if findings:
+            out(
+                f"harness lint: {len(findings)} finding(s) ({counts['error']} error(s),"
+                f" {counts['warning']} warning(s), {counts['info']} info) {where}"
+            )
+        else:
+            out(f"harness lint: no findings {where}")
+    return EXIT_DRIFT if counts["error"] else 0
+
+
+def finding_lines(findings: Sequence[Finding]) -> list[str]:
+    return [finding.to_text() for finding in findings]
+
+
+def check_findings(cassettes: Sequence[Path], policy: RulesPolicy) -> list[Finding]:
+    """The rules' findings on `harness check`'s cassettes; the gate's certain breaks are the
+    audit's to report (its warnings, of uncertain effect, are findings here)."""
+    found: list[Finding] = []
+    for path in cassettes:
+        for session in sessions_of([path]):
+            for finding in lint(session):
+                if finding.rule == "prefix-broken" and (
+                    finding.severity == "error" or session.moves_header
+                ):
+                    continue  # the audit reports these (a moves_header test's as expected)
+                found.append(policy.apply(finding))
+    return found
+
+
+def rules_markdown(findings: Sequence[Finding]) -> list[str]:
+    """The findings as a Markdown table (the GitHub step summary)."""
+    if not findings:
+        return []
+    lines = ["", "### Cache rules", "", "| rule | severity | file | request | message |"]
+    lines.append("|---|---|---|---|---|")
+    for finding in findings:
+        message = finding.message.replace("|", "\\|")
+        lines.append(
+            f"| `{finding.rule}` | {finding.severity} | `{finding.file}` | {finding.request}"
+            f" | {message} |"
+        )
+    return lines
+
+
+def caches(exchange: Exchange) -> str:
+    """What a recorded request caches under the rules, for `harness show`."""
+    analysis = analyse(requests_of_exchanges([exchange])[0])
+    return (
+        "caching: not judged (no provider)"
+        if analysis is None
+        else f"caching: {analysis.describe()}"
+    )
+
+
+# -- harness rules -------------------------------------------------------------------------------
+
+
+def cmd_rules(args: argparse.Namespace) -> int:
+    with project_policy(args):
+        pack = rules_pack()
+        rules = [
+            {
+                "name": rule.name,
+                "severity": rule.severity,
+                "providers": rule.providers,
+                "meaning": rule.meaning,
+                "fix": rule.fix,
+            }
+            for rule in registered_rules()
+        ]
+        if args.format == "json":
+            out(msgspec.json.encode({"rules": rules, "pack": list(pack.rows)}).decode())
+            return 0
+        out(f"harness rules: {len(rules)} rules; the pack holds {len(pack.rows)} rows")
+        out("")
+        for rule in rules:
+            out(f"{rule['name']} ({rule['severity']}; {rule['providers']}): {rule['meaning']}")
+            out(f"  fix: {rule['fix']}")
+        out("")
+        for row in pack.rows:
+            out(f"{', '.join(row.providers)}: {describe(row)}")
+            out(f"  source: {row.source} (checked {row.checked_on.isoformat()})")
+            for conflict in row.conflicts:
+                out(f"  conflicts: {conflict.claim} ({conflict.source})")
+            if row.note:
+                out(f"  note: {row.note}")
+    return 0
+
+
+def describe(row: AnyRow) -> str:
+    """One row in words."""
+    where = f" on {', '.join(row.surfaces)}" if row.surfaces else ""
+    models = f" for {', '.join(row.models)}" if row.models else ""
+    text: str
+    if isinstance(row, Minimum):
+        text = f"minimum {row.tokens:,} tokens{models}"
+    elif isinstance(row, Caching):
+        marker = f", marker {row.marker}" if row.marker else ""
+        auto = f", automatic top-level {row.automatic_marker}" if row.automatic_marker else ""
+        text = f"caching {row.mode}{marker}{auto}"
+    elif isinstance(row, Breakpoints):
+        mode = f" in {row.mode} mode" if row.mode else ""
+        text = f"at most {row.limit} breakpoints{mode} ({row.counts}); more are {row.over_limit}"
+    elif isinstance(row, Lookback):
+        text = f"a breakpoint looks back {row.reach} {row.unit}"
+    elif isinstance(row, Ttl):
+        order = ", longer first" if row.order == "longer-first" else ""
+        text = f"TTLs {', '.join(row.values)} (default {row.default}){order}"
+    elif isinstance(row, Levels):
+        text = f"cache key levels {' -> '.join(row.order)}"
+    elif isinstance(row, Setting):
+        word = f" ({row.word}{', from ' + row.level if row.level else ''})" if row.word else ""
+        text = f"setting {row.field}: {row.effect}{word}"
+    elif isinstance(row, Compaction):
+        text = f"compaction items {', '.join(row.item_types)}: {row.word}"
+    else:
+        text = f"raw key order: {row.last} after {', '.join(row.before)}"
+    return f"{text}{where}"

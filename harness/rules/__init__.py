@@ -1,0 +1,40 @@
+"""Verdicts that know the providers' rules: the rules pack, the rule engine, and `lint`.
+
+A request is judged under a dated, sourced rules pack (`harness.providers._pack`: minimums per
+model family, breakpoint limits and what counts toward them, lookback, TTLs and their order,
+cache key levels, bookkeeping fields). Rules are registered parts (`Rule`, `register_rule`):
+
+- on one request: `too-many-breakpoints`, `below-minimum`, `no-breakpoint`, `ttl-order`,
+  `volatile-in-prefix`, `vertex-key-order`;
+- along a conversation: `lookback-exceeded`, `write-never-read`, `prefix-broken` (the
+  prefix-chain gate's verdict), and `unknown-model` (the rules that need the model abstain).
+
+`harness lint PATH...` runs them on cassettes, request bodies and session files; `harness check`
+and the pytest plugin on every captured request; `harness rules` prints the pack. A session is
+the requests of one file (`Session`), each analysed (`Analysis`: what it caches, and why not).
+"""
+
+from __future__ import annotations
+
+from harness.providers._pack import RulesFile, load_rules_file, overlay, rules_pack
+from harness.rules._analysis import Analysis, LintRequest, analyse
+from harness.rules._engine import Finding, Policy, Rule, Session
+from harness.rules._registry import lint, register_rule, registered_rules, unregister_rule
+
+__all__ = [
+    "Analysis",
+    "Finding",
+    "LintRequest",
+    "Policy",
+    "Rule",
+    "RulesFile",
+    "Session",
+    "analyse",
+    "lint",
+    "load_rules_file",
+    "overlay",
+    "register_rule",
+    "registered_rules",
+    "rules_pack",
+    "unregister_rule",
+]

@@ -1,0 +1,327 @@
+"""What one request caches under the rules pack: its breakpoints, what is written, and why not.
+
+`LintRequest` is a request to judge (a body, and where known its URL, headers, time and the
+provider's response); `analyse(request)` reads it against the rows in force
+(`harness.providers._pack`): the provider's caching mode, the model's minimum, the breakpoint
+limit, the TTLs. The result, an `Analysis`, is what every rule reads and what `harness show` and
+`harness diff` say of a request ("caches ~5,210 tokens up to /messages/3/content/0 (5m)",
+"nothing is cached: ~116 tokens, minimum 4,096 for claude-opus-4-6").
+
+Tokens are estimated (`harness.rules._tokens`): bytes / 4, or scaled by the response's usage
+when it counted the request's input tokens. When the response says the provider read from or
+wrote to its cache, that is taken as the answer: the rules do not contradict the provider.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Final, NamedTuple
+from urllib.parse import unquote, urlsplit
+
+from harness._views import RequestSplit
+from harness.providers import CacheUsage, cache_usage, split_request
+from harness.providers._anthropic import ANTHROPIC, surface_of
+from harness.providers._pack import (
+    Breakpoints,
+    Caching,
+    Lookback,
+    Minimum,
+    Pack,
+    Ttl,
+    rules_pack,
+)
+from harness.rules._layout import Layout, Mark, layout
+from harness.rules._tokens import Estimate, estimate
+
+__all__ = ["Analysis", "LintRequest", "Write", "analyse", "model_of"]
+
+_URL_MODEL: Final = re.compile(r"/models?/(?P<model>[^/:]+)(?::|/invoke)")
+
+
+@dataclass
+class LintRequest:
+    """One request to judge: its body, and what is known of how it was sent and answered.
+
+    `index` is its 0-based place in its file; `time` and `response` are kept as given (a session
+    file's optional fields). It is a prefix-chain item (`number`, `split`, `continues_stored`);
+    its split is made from the body unless given (`presplit`: a captured request's own).
+    """
+
+    index: int
+    body: Mapping[str, Any]
+    url: str | None = None
+    headers: tuple[tuple[str, str], ...] = ()
+    method: str = "POST"
+    time: Any = None
+    response: Any = None
+    split: RequestSplit | None = None
+    presplit: bool = field(default=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.presplit:
+            self.split = split_request(self.body, url=self.url, headers=self.headers)
+
+    @property
+    def number(self) -> int:
+        return self.index + 1
+
+    def continues_stored(self) -> bool:
+        return "previous_response_id" in self.body or "conversation" in self.body
+
+
+class Write(NamedTuple):
+    """A breakpoint the provider is asked to write: its boundary, TTL, pointer, tokens, and
+    whether it is written (within the limit, at or above the minimum)."""
+
+    after: int
+    ttl: str
+    pointer: str
+    tokens: Estimate
+    written: bool
+
+
+def model_of(split: RequestSplit, url: str | None) -> str | None:
+    """The model a request names: in its settings, else in its URL (Vertex, Bedrock invoke)."""
+    for key in ("model", "modelId"):
+        value = split.view.settings.get(key)
+        if isinstance(value, str) and value:
+            return value
+    if url is not None:
+        found = _URL_MODEL.search(urlsplit(url).path)
+        if found is not None:
+            return unquote(found.group("model"))
+    return None
+
+
+@dataclass
+class Analysis:
+    """One request under the rules (see the module doc)."""
+
+    request: LintRequest
+    split: RequestSplit
+    pack: Pack
+    model: str | None
+    surface: str
+    layout: Layout
+    caching: Caching | None
+    usage: CacheUsage | None
+
+    @property
+    def provider(self) -> str:
+        return self.split.provider
+
+    @cached_property
+    def minimum(self) -> Minimum | None:
+        return self.pack.first(Minimum, self.provider, self.model, self.surface)
+
+    @property
+    def model_known(self) -> bool:
+        """False when the provider has minimums per model and none names this one."""
+        return self.minimum is not None or not self.pack.has_models(Minimum, self.provider)
+
+    @property
+    def held_elsewhere(self) -> str:
+        """What of the prompt the request does not carry: a conversation stored on the server
+        (OpenAI's `previous_response_id`, `conversation`) or Gemini's explicit `cachedContent`;
+        "" when it carries all of it. Its size, and so whether it caches, is not in the request."""
+        if self.request.continues_stored():
+            return "a conversation stored on the server"
+        if "cachedContent" in self.request.body:
+            return "an explicit cachedContent"
+        return ""
+
+    @cached_property
+    def mode(self) -> str:
+        """OpenAI's `prompt_cache_options.mode` (`implicit` by default); "" for other providers."""
+        if self.caching is None or self.caching.mode != "automatic":
+            return ""
+        value = self.split.view.settings.get("prompt_cache_options.mode", "implicit")
+        return value if isinstance(value, str) else "implicit"
+
+    @cached_property
+    def limit(self) -> Breakpoints | None:
+        for row in self.pack.every(Breakpoints, self.provider, self.model, self.surface):
+            if not row.mode or row.mode == self.mode:
+                return row
+        return None
+
+    @cached_property
+    def lookback(self) -> Lookback | None:
+        return self.pack.first(Lookback, self.provider, self.model, self.surface)
+
+    @cached_property
+    def ttl(self) -> Ttl | None:
+        return self.pack.first(Ttl, self.provider, self.model, self.surface)
+
+    @cached_property
+    def automatic(self) -> bool:
+        """Whether the request asks for automatic caching with a top-level marker."""
+        key = self.caching.automatic_marker if self.caching is not None else ""
+        return bool(key) and key in self.request.body
+
+    @cached_property
+    def marks(self) -> list[Mark]:
+        """Every breakpoint the request asks for, in cache order (the automatic one last)."""
+        found = list(self.layout.marks)
+        if self.automatic and self.caching is not None:
+            marker = self.request.body.get(self.caching.automatic_marker)
+            ttl = marker.get("ttl") if isinstance(marker, dict) else None
+            found.append(
+                Mark(
+                    len(self.layout.units),
+                    ttl if isinstance(ttl, str) else None,
+                    "/" + self.caching.automatic_marker,
+                    automatic=True,
+                )
+            )
+        return found
+
+    @property
+    def counted(self) -> int:
+        """The markers that count toward the breakpoint limit."""
+        extra = (
+            1 if self.automatic and self.limit is not None and self.limit.automatic_counts else 0
+        )
+        return self.layout.markers + extra
+
+    @property
+    def refused(self) -> bool:
+        """The API refuses the request: more markers than its limit."""
+        limit = self.limit
+        return limit is not None and limit.over_limit == "refused" and self.counted > limit.limit
+
+    def tokens(self, boundary: int) -> Estimate:
+        total = None
+        if self.usage is not None:
+            total = self.usage.read_tokens + self.usage.written_tokens
+            total += self.usage.uncached_tokens or 0
+        return estimate(
+            self.layout.size(boundary), total_size=self.layout.total, total_tokens=total
+        )
+
+    @property
+    def provider_cached(self) -> bool:
+        """The response says the provider read from or wrote to its cache."""
+        return self.usage is not None and (self.usage.read_tokens + self.usage.written_tokens) > 0
+
+    @cached_property
+    def writes(self) -> list[Write]:
+        """The breakpoints the provider is asked to write, each with whether it is written."""
+        if self.caching is None or self.refused or self.held_elsewhere:
+            return []
+        default = self.ttl.default if self.ttl is not None else ""
+        ends = len(self.layout.units)
+        mode = self.caching.mode
+        marks = self.marks
+        if mode == "automatic":
+            limit = self.limit.limit if self.limit is not None else len(marks)
+            marks = marks[-limit:] if limit else []
+            if self.mode != "explicit" and not any(mark.after == ends for mark in marks):
+                marks = [*marks, Mark(ends, None, "(the implicit breakpoint)")]
+        elif mode in ("implicit", "units"):
+            marks = [Mark(ends, None, "(the whole request)")]
+        found = []
+        minimum = self.minimum.tokens if self.minimum is not None else None
+        for mark in marks:
+            tokens = self.tokens(mark.after)
+            written = mark.after > 0 and (
+                mode == "units"
+                or self.provider_cached
+                or (minimum is not None and tokens.tokens >= minimum)
+            )
+            found.append(Write(mark.after, mark.ttl or default, mark.pointer, tokens, written))
+        return found
+
+    def largest(self) -> Write | None:
+        written = [write for write in self.writes if write.written]
+        return max(written, key=lambda write: write.after) if written else None
+
+    def describe(self) -> str:
+        """Whether and what the request caches, in one sentence."""
+        if self.caching is None:
+            return f"no rules for {self.provider}: what it caches is not judged"
+        if self.refused and self.limit is not None:
+            return (
+                f"the API refuses this request: {self.counted} breakpoints, at most"
+                f" {self.limit.limit} ({self.limit.counts})"
+            )
+        if self.held_elsewhere:
+            return f"reads {self.held_elsewhere}: what it caches is not in the request"
+        if not self.model_known:
+            named = self.model or "a request without a model"
+            return f"whether it caches is unknown: the rules know no minimum for {named}"
+        largest = self.largest()
+        if largest is not None:
+            where = f" up to {largest.pointer}" if not largest.pointer.startswith("(") else ""
+            ttl = f" ({largest.ttl})" if largest.ttl else ""
+            more = sum(write.written for write in self.writes) - 1
+            extra = f"; {more} more breakpoint(s) written" if more > 0 else ""
+            guarantee = ", no guarantee" if self.caching.mode == "implicit" else ""
+            return f"caches ~{largest.tokens.tokens:,} tokens{where}{ttl}{guarantee}{extra}"
+        if not self.writes:
+            if self.caching.mode == "breakpoints":
+                automatic = (
+                    f" and no top-level automatic {self.caching.automatic_marker}"
+                    if self.caching.automatic_marker
+                    else ""
+                )
+                return f"nothing is cached: no {self.caching.marker} marker{automatic}"
+            if self.mode == "explicit":
+                return "nothing is cached: explicit mode with no prompt_cache_breakpoint"
+            return "nothing is cached"
+        return self.below()
+
+    def below(self) -> str:
+        """`nothing is cached: ~N tokens, minimum M for MODEL` for the largest prefix asked."""
+        asked = max(self.writes, key=lambda write: write.after)
+        minimum = self.minimum.tokens if self.minimum is not None else 0
+        return (
+            f"nothing is cached: ~{asked.tokens.tokens:,} tokens, minimum {minimum:,} for"
+            f" {self.model} (tokens: {asked.tokens.how})"
+        )
+
+
+def analyse(request: LintRequest, pack: Pack | None = None) -> Analysis | None:
+    """`request` under the rules in force; None when no provider recognises it."""
+    split = request.split
+    if split is None:
+        return None
+    pack = pack or rules_pack()
+    surface = surface_of(request.body, request.url) if split.provider == ANTHROPIC else ""
+    caching = pack.first(Caching, split.provider, None, surface)
+    markers = (caching.marker,) if caching is not None and caching.marker else split.markers
+    return Analysis(
+        request=request,
+        split=split,
+        pack=pack,
+        model=model_of(split, request.url),
+        surface=surface,
+        layout=layout(split, markers),
+        caching=caching,
+        usage=_usage(split.provider, request.response),
+    )
+
+
+def _usage(provider: str, response: Any) -> CacheUsage | None:
+    """The provider's counters in a response (a JSON body, or a stream's events as a list)."""
+    values = response if isinstance(response, list) else [response]
+    best: CacheUsage | None = None
+    for value in values:
+        for candidate in (value, _member(value, "message"), _member(value, "response")):
+            if not isinstance(candidate, dict):
+                continue
+            found = cache_usage(provider, candidate)
+            if found is not None and (best is None or _total(found) > _total(best)):
+                best = found
+    return best if best is not None and _total(best) > 0 else None
+
+
+def _total(usage: CacheUsage) -> int:
+    return usage.read_tokens + usage.written_tokens + (usage.uncached_tokens or 0)
+
+
+def _member(value: Any, key: str) -> Any:
+    return value.get(key) if isinstance(value, dict) else None

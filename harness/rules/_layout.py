@@ -1,0 +1,206 @@
+"""A request as a provider's cache counts it: blocks in cache order, and the breakpoints between.
+
+The rules count what the providers count: a breakpoint looks back a number of blocks (Anthropic:
+about 20), a request carries at most so many markers, a prefix is cached only from so many
+tokens. `layout(split)` reads a request's cache view (`RequestSplit.view`: settings, then the
+prompt blocks in cache order) as a list of `Unit`s, one per block the provider counts: a tool, a
+system block (a plain-string system is one), a message's content block (a plain-string content is
+one), a Responses input item, a Gemini part. A `Mark` is a breakpoint: it sits after the unit it
+marks (Anthropic's `cache_control`, OpenAI's `prompt_cache_breakpoint`), or after the unit before
+it for a marker that is a block of its own (Bedrock's `cachePoint`). A top-level automatic marker
+is added by the caller (it needs the body).
+
+Each unit keeps its size (its JSON without markers, as the tokens are estimated from) and a
+running digest of everything up to it, so two requests share a prefix up to boundary `k` exactly
+when their digests there are equal (`Layout.digest(k)`); the settings are part of the first one,
+except those that key only the conversation (Anthropic's `tool_choice`, `thinking`), which join
+at the conversation's first unit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, NamedTuple
+
+from harness._reasons import vocabulary_for
+from harness._views import RequestSplit, encode_json
+
+__all__ = ["Layout", "Mark", "Unit", "layout", "marker_count"]
+
+# Blocks whose items hold a message's content (`content`) or a Gemini content's `parts`.
+_INNER: Final = ("content", "parts")
+
+
+class Unit(NamedTuple):
+    """One block the provider counts: where it is (a JSON pointer into the view's blocks), its
+    block (`tools`, `system`, `messages`...), its size in bytes without markers, and whether it is
+    part of the conversation (the block that grows turn by turn)."""
+
+    pointer: str
+    block: str
+    size: int
+    conversation: bool
+    text: bytes
+
+
+class Mark(NamedTuple):
+    """A breakpoint after `after` units (a boundary), its time to live if it names one, where its
+    marker is, and whether it is the top-level automatic one."""
+
+    after: int
+    ttl: str | None
+    pointer: str
+    automatic: bool = False
+
+
+@dataclass
+class Layout:
+    """A request's units and marks, and the digests of its prefixes."""
+
+    units: list[Unit]
+    marks: list[Mark]
+    settings: bytes
+    markers: int = 0  # every marker in the blocks, nested ones included (what a limit counts)
+    late: bytes = b""  # settings that key only the conversation (Anthropic's tool_choice)
+    _digests: list[bytes] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        running = hashlib.sha256(self.settings).digest()
+        self._digests = [running]
+        late = self.late
+        for unit in self.units:
+            if unit.conversation and late:
+                running, late = hashlib.sha256(running + late).digest(), b""
+            running = hashlib.sha256(running + unit.text).digest()
+            self._digests.append(running)
+
+    def digest(self, boundary: int) -> bytes:
+        """The digest of the settings and the first `boundary` units."""
+        return self._digests[min(max(boundary, 0), len(self.units))]
+
+    def size(self, boundary: int) -> int:
+        """The bytes of the first `boundary` units (what a prefix's tokens are estimated from)."""
+        return sum(unit.size for unit in self.units[:boundary])
+
+    @property
+    def total(self) -> int:
+        return self.size(len(self.units))
+
+    def pointer(self, boundary: int) -> str:
+        """Where the prefix of `boundary` units ends: its last unit's pointer."""
+        if boundary <= 0 or not self.units:
+            return "(the start)"
+        return self.units[min(boundary, len(self.units)) - 1].pointer
+
+    def stable(self) -> Iterator[Unit]:
+        """The units before the conversation (tools, system): what every request repeats."""
+        return (unit for unit in self.units if not unit.conversation)
+
+
+CONVERSATION: Final = frozenset({"messages", "input", "contents"})
+
+
+def layout(split: RequestSplit, markers: Sequence[str] = ()) -> Layout:
+    """The units and marks of a request's view; `markers` are the keys that mark a breakpoint
+    (default: the split's own)."""
+    keys = tuple(markers or split.markers)
+    units: list[Unit] = []
+    marks: list[Mark] = []
+    count = 0
+    for name, value in split.view.blocks.items():
+        conversation = name in CONVERSATION
+        for pointer, item, holder in _items(name, value):
+            if _only_marker(item, keys):  # a cache point block of its own: marks what precedes
+                count += 1
+                marks.append(Mark(len(units), _ttl(item, keys), pointer))
+                continue
+            found = _markers_in(item, keys)
+            count += len(found)
+            text = encode_json(_strip(item, keys))
+            # the message around a first content block (its role) is part of the prefix too
+            digest = text if holder is None else encode_json(_strip(holder, keys)) + text
+            units.append(Unit(pointer, name, len(text), conversation, digest))
+            if found:
+                marks.append(Mark(len(units), found[-1], pointer))
+    vocabulary = vocabulary_for(split.provider)
+    settings = split.view.settings
+    late = {k: v for k, v in settings.items() if vocabulary.setting(k).level in CONVERSATION}
+    early = {k: v for k, v in settings.items() if k not in late}
+    return Layout(units, marks, encode_json(early), count, late=encode_json(late) if late else b"")
+
+
+def marker_count(layout_: Layout) -> int:
+    return layout_.markers
+
+
+def _items(name: str, value: Any) -> Iterator[tuple[str, Any, Any]]:
+    """`(pointer, item, holder)` for every unit of a block; `holder` is the message (less its
+    content) around a message's first content block, else None."""
+    base = "/" + name
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            inner = _inner(item)
+            if inner is None:
+                yield f"{base}/{index}", item, None
+            else:
+                key, parts = inner
+                holder = {k: v for k, v in item.items() if k != key}
+                for position, part in enumerate(parts):
+                    yield f"{base}/{index}/{key}/{position}", part, holder if not position else None
+    elif isinstance(value, dict) and _inner(value) is not None:
+        key, parts = _inner(value) or ("", [])
+        for position, part in enumerate(parts):
+            yield f"{base}/{key}/{position}", part, None
+    else:
+        yield base, value, None
+
+
+def _inner(item: Any) -> tuple[str, list[Any]] | None:
+    if isinstance(item, dict):
+        for key in _INNER:
+            parts = item.get(key)
+            if isinstance(parts, list) and parts:
+                return key, parts
+    return None
+
+
+def _only_marker(item: Any, keys: Sequence[str]) -> bool:
+    return isinstance(item, dict) and bool(item) and all(key in keys for key in item)
+
+
+def _ttl(item: Any, keys: Sequence[str]) -> str | None:
+    for key in keys:
+        marker = item.get(key) if isinstance(item, dict) else None
+        if isinstance(marker, dict) and isinstance(marker.get("ttl"), str):
+            return str(marker["ttl"])
+    return None
+
+
+def _markers_in(value: Any, keys: Sequence[str], depth: int = 0) -> list[str | None]:
+    """The TTL (or None) of every marker inside `value`, in document order (nested ones too:
+    Anthropic counts a `cache_control` inside a tool result's content)."""
+    if depth > 32 or not keys:
+        return []
+    found: list[str | None] = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key in keys:
+                found.append(_ttl(value, (key,)))
+            else:
+                found += _markers_in(item, keys, depth + 1)
+    elif isinstance(value, list):
+        for item in value:
+            found += _markers_in(item, keys, depth + 1)
+    return found
+
+
+def _strip(value: Any, keys: Sequence[str]) -> Any:
+    if not keys:
+        return value
+    if isinstance(value, dict):
+        return {k: _strip(v, keys) for k, v in value.items() if k not in keys}
+    if isinstance(value, list):
+        return [_strip(item, keys) for item in value if not _only_marker(item, keys)]
+    return value
