@@ -13,6 +13,7 @@ stream and in an NDJSON stream, each joined per channel now.
 
 from __future__ import annotations
 
+import base64
 import gzip
 import json
 import string
@@ -398,6 +399,52 @@ def test_a_stream_holding_no_key_is_recorded(tmp_path: Path, how: str) -> None:
     """The near miss: the same streams, their text no key, are written."""
     words = "the weather in paris is sunny and mild with a light breeze from the west " * 2
     session = record(tmp_path, {"json": {"model": "m"}}, lambda: RESPONSES[how](words))
+    assert len(session.finish().files) == 1
+
+
+OPAQUE = "opaque-credential-7f3a9c21"  # no key shape: only the header it came in names it
+
+
+@pytest.mark.parametrize(
+    ("scheme", "echoed"),
+    [
+        ("Bearer", OPAQUE),
+        ("Token", OPAQUE),
+        ("Key", OPAQUE),
+        ("token", OPAQUE),
+        ("Basic", base64.b64encode(b"ci-bot:" + OPAQUE.encode()).decode()),
+        ("Basic", "ci-bot:" + OPAQUE),
+        ("Basic", OPAQUE),
+        ("", OPAQUE),
+    ],
+)
+def test_an_echoed_authorization_credential_is_found_whatever_the_scheme(
+    tmp_path: Path, scheme: str, echoed: str
+) -> None:
+    """The credential of an `Authorization` header (defect 11 of issue 24: only `Bearer` was
+    understood), echoed into a prompt, refuses the recording; a Basic one also when its user and
+    password, or the password alone, are echoed."""
+    credential = (
+        base64.b64encode(b"ci-bot:" + OPAQUE.encode()).decode() if scheme == "Basic" else OPAQUE
+    )
+    header = f"{scheme} {credential}".strip()
+    request = {
+        "json": {"model": "m", "messages": [{"role": "user", "content": f"debug: {echoed}"}]},
+        "headers": {"authorization": header},
+    }
+    session = record(tmp_path, request, lambda: httpx2.Response(200, json={}))
+    with pytest.raises(SecretLeak) as caught:
+        session.finish()
+    assert OPAQUE not in str(caught.value)
+
+
+def test_a_short_scheme_word_alone_is_not_looked_for(tmp_path: Path) -> None:
+    """The near miss: the scheme word itself ("Token") in a prompt is no secret."""
+    request = {
+        "json": {"model": "m", "messages": [{"role": "user", "content": "Token Key Basic"}]},
+        "headers": {"authorization": f"Token {OPAQUE}"},
+    }
+    session = record(tmp_path, request, lambda: httpx2.Response(200, json={}))
     assert len(session.finish().files) == 1
 
 
