@@ -25,10 +25,12 @@ from typing import Any, NamedTuple
 
 import msgspec
 
+from harness import _printer
 from harness._body_text import scan_exchanges
 from harness._errors import CaptureError, CassetteMissing, CassetteSecretLeak
 from harness._files import encode, read
 from harness._record_mode import RecordMode
+from harness._secret_shapes import SECRET_PATTERNS
 from harness._secrets import Redaction
 from harness._views import CacheView
 from harness.capture._captured import Captured, split_exchange
@@ -96,6 +98,13 @@ class CaptureSession:
         self.writes_allowed = writes_allowed
         self.upstream = upstream
         self.redaction = redaction or self.config.redaction()
+        # Whatever the session refuses to write, the printer refuses to print (defect 1 of
+        # issue 24): the project's patterns and allowed values now, each redacted header's
+        # value as requests and answers pass (`receive`, `complete`).
+        _printer.extend(
+            patterns=[p for p in self.redaction.patterns if p not in SECRET_PATTERNS],
+            allow=self.redaction.allow,
+        )
         self.matcher: Matcher = matcher or self.config.matcher or CacheViewMatcher()
         self.record_hint = record_hint
         self.moves_header: str | None = None
@@ -330,6 +339,7 @@ class CaptureSession:
         self, method: str, url: str, headers: Sequence[tuple[str, str]], body: bytes
     ) -> Ticket:
         """Decide what happens to one request: an answer from the cassette, or forward it."""
+        _printer.extend(secrets=self.redaction.secret_values(headers))
         with self.lock:
             proof = next((state for state in self._proofs if state.build is not None), None)
             split = split_exchange(method, url, headers, body)
@@ -354,6 +364,7 @@ class CaptureSession:
         self, ticket: Ticket, status: int, headers: Sequence[tuple[str, str]], body: bytes
     ) -> HttpResponse:
         """Record what the upstream answered a forwarded request."""
+        _printer.extend(secrets=self.redaction.secret_values(headers))
         response = response_record(status, headers, body)
         captured = ticket.captured
         with self.lock:

@@ -34,6 +34,7 @@ from harness.pytest_plugin._api import (
     moves_header_reason,
     queue_drift,
     queue_write,
+    send,
     shown,
 )
 from harness.pytest_plugin._state import RunState
@@ -82,7 +83,7 @@ def session_for(
     except (FixtureError, HarnessError) as error:
         fail(f"harness: {error}")
     session.moves_header = moves_header_reason(item)
-    item.user_properties.append((PROP_USED, str(session.cassette)))
+    send(item, PROP_USED, str(session.cassette))
     item.stash[SESSION] = session
     return session
 
@@ -161,17 +162,16 @@ def finish(item: pytest.Item, session: CaptureSession, settings: RunState, *, fa
 def record_chain(item: pytest.Item, session: CaptureSession, *, moved: int) -> None:
     """Tell the controller what the gate saw in this test (plain data, it crosses xdist)."""
     chain = session.prefix_chain()
-    item.user_properties.append(
-        (
-            PROP_CHAIN,
-            {
-                "seen": dict(chain.seen),
-                "judged": dict(chain.judged),
-                "unrecognised": chain.unrecognised,
-                "moved": moved,
-                "exempt": session.moves_header,
-            },
-        )
+    send(
+        item,
+        PROP_CHAIN,
+        {
+            "seen": dict(chain.seen),
+            "judged": dict(chain.judged),
+            "unrecognised": chain.unrecognised,
+            "moved": moved,
+            "exempt": session.moves_header,
+        },
     )
 
 
