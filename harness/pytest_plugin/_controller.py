@@ -84,10 +84,16 @@ class Controller:
 
     def pytest_deselected(self, items: Sequence[pytest.Item]) -> None:
         self.state.deselected += len(items)
+        self.state.deselected_ids.update(item.nodeid for item in items)
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:
             self.state.collection_errors += 1
+        elif report.skipped:  # importorskip, skip(allow_module_level=True): none of it ran
+            self.state.skipped_modules.append(report.nodeid)
+        self.state.found.update(
+            item.nodeid for item in report.result or () if isinstance(item, pytest.Item)
+        )
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.state.collected.update(item.nodeid for item in session.items)

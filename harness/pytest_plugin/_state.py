@@ -63,6 +63,9 @@ class RunState:
     collection_errors: int = 0
     left_out: list[str] = field(default_factory=list)  # test files pytest was told to ignore
     deselected: int = 0
+    deselected_ids: set[str] = field(default_factory=set)
+    skipped_modules: list[str] = field(default_factory=list)  # skipped at collection
+    found: set[str] = field(default_factory=set)  # node ids the collectors reported
 
     def outcome(self, nodeid: str, when: str, outcome: str, xfail: bool) -> None:
         if when == "teardown":
