@@ -53,7 +53,7 @@ from harness.pytest_plugin._fixtures import header_snapshot as header_snapshot
 from harness.pytest_plugin._fixtures import prove_stable as prove_stable
 from harness.pytest_plugin._fixtures import registration_shuffle as registration_shuffle
 from harness.pytest_plugin._hooks import Registrar
-from harness.pytest_plugin._state import CALL_FAILED, DEFAULT_SHUFFLE, STATE, RunState, state_from
+from harness.pytest_plugin._state import CALL_PASSED, DEFAULT_SHUFFLE, STATE, RunState, state_from
 from harness.pytest_plugin._unused import DELETE_FLAG, Verdict, after_run
 
 __all__ = ["AgentHarness", "RegistrationShuffle", "RunState", "moves_header_reason"]
@@ -241,7 +241,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         if messages:
             setattr(report, MESSAGES_ATTRIBUTE, messages)
     if report.when == "call":
-        item.stash[CALL_FAILED] = report.failed
+        item.stash[CALL_PASSED] = report.passed  # skipped and xfailed calls did not pass
         if report.failed and call.excinfo is not None and not item.config.option.fulltrace:
             text = drift_first(call.excinfo)  # the report before the SDK's stack frames
             if text is not None:

@@ -4,8 +4,9 @@
   and `harness_capture_config` with a `@pytest.mark.header_capture(...)` marker's overrides.
 - `finish`: at the end of the test, the prefix-chain gate (on by default, exempted by
   `moves_header(reason=...)`), replay errors the code under test swallowed, and the cassette to
-  write; a test that failed writes nothing. Drift reaches the controller (the `header drift`
-  summary, the GitHub step summary, `::error` annotations) through `queue_drift`.
+  write; only a test that passed (setup, call and teardown) writes. Drift reaches the
+  controller (the `header drift` summary, the GitHub step summary, `::error` annotations)
+  through `queue_drift`.
 - `drift_first`: the failure text of a capture error raised through an SDK: the drift report
   first, then only the frames of the project's own code (pytest's `--full-trace` shows all).
 - `intercepting`: the marked test's interception, or one line on what to install.
@@ -144,9 +145,11 @@ def gate(item: pytest.Item, session: CaptureSession, settings: RunState) -> None
     )
 
 
-def finish(item: pytest.Item, session: CaptureSession, settings: RunState, *, failed: bool) -> None:
+def finish(item: pytest.Item, session: CaptureSession, settings: RunState, *, passed: bool) -> None:
     """At teardown: report replay drift, count the gate's coverage, and hand over the cassette
-    unless the test failed (a failed test writes nothing)."""
+    when the test's call passed (a test that failed, skipped or failed as expected holds a
+    partial conversation: it writes nothing; the controller also withholds the write when the
+    setup or the teardown did not pass)."""
     finished = session.finish()  # SecretLeak propagates: the test errors, no write
     seed = settings.seed_for(item.nodeid)
     for error in _distinct(session.errors):
@@ -155,7 +158,7 @@ def finish(item: pytest.Item, session: CaptureSession, settings: RunState, *, fa
             queue_drift(item, str(error).splitlines()[0], markdown or str(error), seed)
     moved = len(finished.prefix_breaks) if session.config.prefix_chain else 0
     record_chain(item, session, moved=moved)
-    if not failed:
+    if passed:
         queue_write(item, finished.files)
 
 

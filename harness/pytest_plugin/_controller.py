@@ -3,11 +3,12 @@
 Tests talk to it through an attribute of their teardown reports (`_api.send`: plain data, it
 crosses xdist; taken off the report first, so `--junitxml` and other report writers never see
 it): files to write, drift found, recordings used, `moves_header` reasons, the prefix chain's
-coverage, and the words the worker's printer redacts. It
-writes atomically, and only in a writing mode outside CI; two tests asking for different bytes
-in one file (two scenarios owning one pin) keep the first and report the second. It also keeps
-in the run state what decides which recordings the run proved unused
-(`harness.pytest_plugin._unused`).
+coverage, and the words the worker's printer redacts. It writes atomically, and only in a
+writing mode outside CI, and only for a test whose setup, call and teardown all passed (a test
+stopped halfway holds a partial recording: its files are withheld, and the summary says so);
+two tests asking for different bytes in one file (two scenarios owning one pin) keep the first
+and report the second. It also keeps in the run state what decides which recordings the run
+proved unused (`harness.pytest_plugin._unused`).
 """
 
 from __future__ import annotations
@@ -50,10 +51,13 @@ class Controller:
         state = self.state
         messages = report.__dict__.pop(MESSAGES_ATTRIBUTE, None) or ()
         state.outcome(report.nodeid, report.when, report.outcome, hasattr(report, "wasxfail"))
+        clean = state.writes_of(report.nodeid) if report.when == "teardown" else False
         value: Any
         for key, value in messages:  # only a teardown report carries them
             if key == PROP_PRINTED:
                 _printer.imported(value)
+            elif key == PROP_WRITE and not clean:
+                state.withheld.append(f"{value['path']}: {report.nodeid} did not pass")
             elif key == PROP_WRITE and state.mode.writes and writes_allowed():
                 self._write(Path(value["path"]), base64.b64decode(value["data"]), report.nodeid)
             elif key == PROP_DRIFT:

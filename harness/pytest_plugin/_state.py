@@ -23,7 +23,7 @@ from harness._ci import detect_ci
 from harness._errors import UsageError
 from harness._record_mode import RecordMode
 
-__all__ = ["CACHE_KEY", "CALL_FAILED", "DEFAULT_SHUFFLE", "STATE", "RunState", "state_from"]
+__all__ = ["CACHE_KEY", "CALL_PASSED", "DEFAULT_SHUFFLE", "STATE", "RunState", "state_from"]
 
 CACHE_KEY: Final = "harness/seed"
 DEFAULT_SHUFFLE: Final = 8
@@ -66,12 +66,23 @@ class RunState:
     deselected_ids: set[str] = field(default_factory=set)
     skipped_modules: list[str] = field(default_factory=list)  # skipped at collection
     found: set[str] = field(default_factory=set)  # node ids the collectors reported
+    unclean: set[str] = field(default_factory=set)  # tests with a phase that did not pass, so far
+    withheld: list[str] = field(default_factory=list)  # files a test that did not pass asked for
 
     def outcome(self, nodeid: str, when: str, outcome: str, xfail: bool) -> None:
         if when == "teardown":
             self.ran.add(nodeid)
         if outcome == "failed" or (outcome == "skipped" and nodeid not in self.not_passed):
             self.not_passed[nodeid] = "expected to fail" if xfail else outcome
+        if outcome != "passed":
+            self.unclean.add(nodeid)
+
+    def writes_of(self, nodeid: str) -> bool:
+        """Whether the test may write (asked at its teardown report): only a test whose setup,
+        call and teardown all passed writes (a test stopped halfway holds a partial recording)."""
+        clean = nodeid not in self.unclean
+        self.unclean.discard(nodeid)
+        return clean
 
     def seed_for(self, nodeid: str) -> int:
         return zlib.crc32(f"{self.seed}:{nodeid}".encode())
@@ -157,4 +168,6 @@ def _resolve_seed(config: pytest.Config) -> tuple[int, str]:
 
 
 STATE = pytest.StashKey[RunState]()  # on the config: the run's state
-CALL_FAILED = pytest.StashKey[bool]()  # on an item: its call phase failed (nothing is written)
+# On an item: its call phase passed. Absent when setup failed or skipped (the call never ran);
+# False when the call failed, skipped or failed as expected (`xfail`): then nothing is written.
+CALL_PASSED = pytest.StashKey[bool]()
