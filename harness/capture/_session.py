@@ -56,6 +56,7 @@ from harness.capture._matching import (
 )
 from harness.capture._prefix import PrefixBreak, PrefixBroken, PrefixChain, prefix_chain
 from harness.capture._proof import ProofRun, ProofState, Ticket
+from harness.capture._recording import Recording
 
 __all__ = ["CaptureSession", "Finished"]
 
@@ -128,6 +129,7 @@ class CaptureSession:
         self._appended = False
         self._boundaries: list[int] = []
         self._proofs: list[ProofState] = []
+        self._open: list[Recording] = []  # forwarded answers still streaming
         self._default_upstreams: dict[tuple[str, bool], object] = {}
         if self.mode is RecordMode.UPDATE_NEW_ONLY and self._recorded is not None:
             self._out = list(self._recorded.exchanges)
@@ -274,6 +276,7 @@ class CaptureSession:
 
         Raises `SecretLeak` (and returns nothing to write) when the cassette would hold a secret.
         """
+        self._end_open_recordings()
         breaks = self.prefix_breaks()
         files: list[tuple[Path, bytes]] = []
         if self.cassette is not None and self.mode is not RecordMode.CHECK and not self.errors:
@@ -289,6 +292,7 @@ class CaptureSession:
 
     def cassette_file(self) -> CaptureFile | None:
         """The cassette this run would write (unredacted, in memory), or None for nothing new."""
+        self._end_open_recordings()
         with self.lock:
             new_proof = any(state.appended for state in self._proofs)
             if self.mode is RecordMode.UPDATE_NEW_ONLY and not (self._appended or new_proof):
@@ -360,20 +364,49 @@ class CaptureSession:
                     self.errors.append(error)
                 raise
 
+    def recording(
+        self, ticket: Ticket, status: int, headers: Sequence[tuple[str, str]]
+    ) -> Recording:
+        """Start recording what the upstream answers a forwarded request, as it streams
+        (`harness.capture._recording`): the transport feeds it each chunk it hands the client."""
+        _printer.extend(secrets=self.redaction.secret_values(headers))
+        recording = Recording(ticket, status, headers, self._recorded_answer)
+        with self.lock:
+            ticket.captured.status = status
+            if not ticket.captured.source:
+                ticket.captured.source = "upstream"
+            self._open.append(recording)
+        return recording
+
     def complete(
         self, ticket: Ticket, status: int, headers: Sequence[tuple[str, str]], body: bytes
     ) -> HttpResponse:
-        """Record what the upstream answered a forwarded request."""
-        _printer.extend(secrets=self.redaction.secret_values(headers))
-        response = response_record(status, headers, body)
-        captured = ticket.captured
+        """Record what the upstream answered a forwarded request, whole."""
+        recording = self.recording(ticket, status, headers)
+        recording.feed(body)
+        answered = recording.end()
+        assert answered is not None  # fed and ended here: never abandoned
+        return answered
+
+    def _recorded_answer(self, recording: Recording, body: bytes | None) -> HttpResponse | None:
+        """A recording ended (`body`) or was abandoned (None): store its exchange."""
+        response = (
+            None if body is None else response_record(recording.status, recording.headers, body)
+        )
+        ticket = recording.ticket
         with self.lock:
-            captured.status = status
-            if not captured.source:
-                captured.source = "upstream"
-            if ticket.store is not None:
-                ticket.store(Exchange(self.request_of(captured), response))
+            if recording in self._open:
+                self._open.remove(recording)
+            if response is not None and ticket.store is not None:
+                ticket.store(Exchange(self.request_of(ticket.captured), response))
         return response
+
+    def _end_open_recordings(self) -> None:
+        """Answers still streaming when the session finishes are stored as far as they came."""
+        with self.lock:
+            still_open = list(self._open)
+        for recording in still_open:
+            recording.end()
 
     def upstream_for(self, module: Any, *, asynchronous: bool) -> object:
         """Where forwarded requests go: the session's upstream, else the network through
