@@ -57,6 +57,7 @@ from harness.capture._matching import (
 from harness.capture._prefix import PrefixBreak, PrefixBroken, PrefixChain, prefix_chain
 from harness.capture._proof import ProofRun, ProofState, Ticket
 from harness.capture._recording import Recording
+from harness.capture._timing import Clock, same_but_timing, stored_order
 
 __all__ = ["CaptureSession", "Finished"]
 
@@ -131,8 +132,11 @@ class CaptureSession:
         self._proofs: list[ProofState] = []
         self._open: list[Recording] = []  # forwarded answers still streaming
         self._default_upstreams: dict[tuple[str, bool], object] = {}
+        given: str | None = None
         if self.mode is RecordMode.UPDATE_NEW_ONLY and self._recorded is not None:
             self._out = list(self._recorded.exchanges)
+            given = self._recorded.started or None  # what it adds counts from the same zero
+        self.clock = Clock(given)
 
     @classmethod
     def for_test(
@@ -281,13 +285,8 @@ class CaptureSession:
         files: list[tuple[Path, bytes]] = []
         if self.cassette is not None and self.mode is not RecordMode.CHECK and not self.errors:
             data = self.encoded()
-            if data is not None:
-                try:
-                    unchanged = self.cassette.read_bytes() == data
-                except OSError:
-                    unchanged = False
-                if not unchanged:
-                    files.append((self.cassette, data))
+            if data is not None and not same_but_timing(self.cassette, data):
+                files.append((self.cassette, data))
         return Finished(files, breaks)
 
     def cassette_file(self) -> CaptureFile | None:
@@ -308,7 +307,13 @@ class CaptureSession:
             if not self._out and not proofs:
                 return None
             moves = self.moves_header if self.moves_header is not None else msgspec.UNSET
-            return CaptureFile(exchanges=tuple(self._out), proofs=tuple(proofs), moves_header=moves)
+            proofs = [Proof(units=p.units, exchanges=stored_order(p.exchanges)) for p in proofs]
+            return CaptureFile(
+                started=self.clock.started or msgspec.UNSET,
+                exchanges=stored_order(self._out),
+                proofs=tuple(proofs),
+                moves_header=moves,
+            )
 
     def encoded(self) -> bytes | None:
         """The exact bytes the cassette file would get: redacted, then scanned for secrets."""
@@ -344,10 +349,12 @@ class CaptureSession:
     ) -> Ticket:
         """Decide what happens to one request: an answer from the cassette, or forward it."""
         _printer.extend(secrets=self.redaction.secret_values(headers))
+        sent = self.clock.now()
         with self.lock:
             proof = next((state for state in self._proofs if state.build is not None), None)
             split = split_exchange(method, url, headers, body)
             captured = Captured(len(self._requests) + 1, method, url, tuple(headers), body, split)
+            captured.sent_ns = sent
             if proof is not None:
                 try:
                     return proof.receive(captured, self)
@@ -394,11 +401,12 @@ class CaptureSession:
             None if body is None else response_record(recording.status, recording.headers, body)
         )
         ticket = recording.ticket
+        ended = self.clock.now()
         with self.lock:
             if recording in self._open:
                 self._open.remove(recording)
             if response is not None and ticket.store is not None:
-                ticket.store(Exchange(self.request_of(ticket.captured), response))
+                ticket.store(self.exchange_of(ticket.captured, response, ended))
         return response
 
     def _end_open_recordings(self) -> None:
@@ -423,6 +431,13 @@ class CaptureSession:
     def request_of(self, captured: Captured) -> HttpRequest:
         return request_record(captured.method, captured.url, captured.headers, captured.body)
 
+    def exchange_of(
+        self, captured: Captured, response: HttpResponse, ended: int | None = None
+    ) -> Exchange:
+        """The exchange to store, with its timing (an answer from the cassette took none)."""
+        timing = self.clock.timing(captured.sent_ns, captured.sent_ns if ended is None else ended)
+        return Exchange(self.request_of(captured), response, timing)
+
     def _answer(self, captured: Captured) -> Ticket:
         recorded = self._recorded.exchanges if self._recorded is not None else ()
         if self.mode is RecordMode.RECORD:
@@ -433,7 +448,7 @@ class CaptureSession:
             self._positions[key] = len(recorded) if index is None else index + 1
             if index is None:
                 return Ticket(captured, None, self._out.append)
-            self._out.append(Exchange(self.request_of(captured), recorded[index].response))
+            self._out.append(self.exchange_of(captured, recorded[index].response))
             captured.source = "cassette"
             return Ticket(captured, recorded[index].response)
         index = self._strict_match(recorded, captured)
