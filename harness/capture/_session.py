@@ -110,6 +110,7 @@ class CaptureSession:
         self.matcher: Matcher = matcher or self.config.matcher or CacheViewMatcher()
         self.record_hint = record_hint
         self.moves_header: str | None = None
+        self.test: str | None = None  # the test's id, as messages name it (the plugin sets it)
         self.errors: list[CaptureError] = []
         self.notes: list[str] = []
         if not writes_allowed and wanted.writes:

@@ -34,6 +34,7 @@ __all__ = [
     "installed_libraries",
     "library",
     "missing_library",
+    "surfaced",
     "transport_class",
     "transport_for",
 ]
@@ -124,7 +125,7 @@ class _Adapter:
         try:
             return self.session.receive(str(request.method), str(request.url), headers, body)
         except CaptureError as error:
-            raise _surfaced(error) from None
+            raise surfaced(error) from None
 
     def _reply(self, request: Any, response: HttpResponse) -> Any:
         headers = [(k, v) for k, v in response.headers if k.lower() not in FRAMING]
@@ -291,7 +292,7 @@ _SDK_ERRORS: Final = (("anthropic", "AnthropicError"), ("openai", "OpenAIError")
 _SURFACED: dict[tuple[type[Any], ...], type[Any]] = {}
 
 
-def _surfaced(error: CaptureError) -> CaptureError:
+def surfaced(error: CaptureError) -> CaptureError:
     """`error` as an instance that also derives from the loaded SDKs' base errors.
 
     The SDKs wrap any other transport exception in a connection error and retry it with

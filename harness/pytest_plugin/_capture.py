@@ -84,6 +84,7 @@ def session_for(
     except (FixtureError, HarnessError) as error:
         fail(f"harness: {error}")
     session.moves_header = moves_header_reason(item)
+    session.test = item.nodeid
     send(item, PROP_USED, str(session.cassette))
     item.stash[SESSION] = session
     return session
