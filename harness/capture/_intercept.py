@@ -52,18 +52,13 @@ if TYPE_CHECKING:
     from harness.capture._config import CaptureConfig
     from harness.capture._session import CaptureSession
 
-__all__ = ["LateRequestWarning", "active_session", "intercepting"]
+__all__ = ["active_session", "intercepting"]
 
 _PATCHED: Final = "_transport_for_url"
 
 _lock = threading.RLock()
 _active: list[tuple[CaptureSession, CaptureConfig]] = []
 _originals: dict[type[Any], Any] = {}
-
-
-class LateRequestWarning(UserWarning):
-    """Work a test started sent a request after the test ended: refused, never captured by
-    the test running then."""
 
 
 def active_session() -> CaptureSession | None:
@@ -140,7 +135,7 @@ def _capturing() -> tuple[CaptureSession, CaptureConfig] | None:
         " running): it is not captured by the test running now; wait for the work it starts"
         " (join the thread, await the task) before the test ends"
     )
-    warnings.warn(LateRequestWarning(message), stacklevel=2)
+    warnings.warn(_owner.LateRequestWarning(message), stacklevel=2)
     raise surfaced(CaptureError(message))
 
 

@@ -27,13 +27,18 @@ from collections.abc import Callable
 from concurrent import futures
 from typing import Any, Final
 
-__all__ = ["OWNER", "install", "owner", "uninstall"]
+__all__ = ["OWNER", "LateRequestWarning", "install", "owner", "uninstall"]
 
 OWNER: Final[contextvars.ContextVar[object | None]] = contextvars.ContextVar(
     "harness_capture_owner"
 )
 _MARK: Final = "_harness_capture_owner"
 _originals: dict[tuple[type[Any], str], Any] = {}
+
+
+class LateRequestWarning(UserWarning):
+    """Work a test started sent a request after the test ended: the request was refused, and
+    not captured by the test running then."""
 
 
 def owner() -> object | None:

@@ -21,8 +21,7 @@ import anthropic
 import httpx2
 import pytest
 
-from harness.capture import CaptureError, CaptureSession
-from harness.capture._intercept import LateRequestWarning
+from harness.capture import CaptureError, CaptureSession, LateRequestWarning
 from tests.support.inner import inner_pytest
 from tests.support.stand_ins import anthropic_message
 
