@@ -50,9 +50,8 @@ from harness.capture._config import CaptureConfig
 from harness.capture._matching import (
     CacheViewMatcher,
     Matcher,
-    describe_mismatch,
     positions,
-    same_route,
+    strict_match,
 )
 from harness.capture._prefix import PrefixBreak, PrefixBroken, PrefixChain, prefix_chain
 from harness.capture._proof import ProofRun, ProofState, Ticket
@@ -452,8 +451,16 @@ class CaptureSession:
             self._out.append(self.exchange_of(captured, recorded[index].response))
             captured.source = "cassette"
             return Ticket(captured, recorded[index].response)
-        index = self._strict_match(recorded, captured)
+        index = strict_match(
+            recorded, captured, self._used, self.matcher, self.redaction, self.shown()
+        )
         if index is not None:
+            if recorded[index].request.body != captured.body:
+                self.notes.append(
+                    f"request {captured.number}: body bytes differ from the recording outside"
+                    " the cache view (stream, max_tokens, sampling or key order); update"
+                    " mode rewrites them"
+                )
             captured.source = "cassette"
             return Ticket(captured, recorded[index].response)
         if self.mode is RecordMode.UPDATE_NEW_ONLY:
@@ -473,27 +480,3 @@ class CaptureSession:
             f"request {captured.number} ({captured.method} {captured.path}) has no recorded"
             f" answer: {where}; {self.record_hint}"
         )
-
-    def _strict_match(self, recorded: Sequence[Exchange], captured: Captured) -> int | None:
-        """The first unused recorded exchange on the same route that the matcher accepts; a
-        CassetteMismatch when there are such exchanges and none matches."""
-        candidates = [
-            index
-            for index in range(len(recorded))
-            if index not in self._used and same_route(recorded[index].request, captured)
-        ]
-        if not candidates:
-            return None
-        for index in candidates:
-            request = recorded[index].request
-            if self.matcher.matches(request, captured, self.redaction):
-                self._used.add(index)
-                if request.body != captured.body:
-                    self.notes.append(
-                        f"request {captured.number}: body bytes differ from the recording outside"
-                        " the cache view (stream, max_tokens, sampling or key order); update"
-                        " mode rewrites them"
-                    )
-                return index
-        first = candidates[0]
-        raise describe_mismatch(first, recorded[first].request, captured, self.shown())
