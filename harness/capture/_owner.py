@@ -8,7 +8,8 @@ sends. So the session that intercepts is also the *owner* of the work started un
   `asyncio.to_thread`, `call_soon_threadsafe`, anyio's worker threads) copy the context, so they
   carry it;
 - `threading.Thread.start` marks the new thread with its starter's owner (thread ancestry: a
-  thread started by such a thread has the same owner);
+  thread started by such a thread has the same owner), except a pool's worker threads
+  (`concurrent.futures`, anyio's), which serve every test after the one that started them;
 - `ThreadPoolExecutor.submit` (and so `map`, `run_in_executor`) runs the job under the owner of
   the code that submitted it, not of the test whose submission started the pool's threads.
 
@@ -25,6 +26,7 @@ import functools
 import threading
 from collections.abc import Callable
 from concurrent import futures
+from concurrent.futures import thread as _futures_thread
 from typing import Any, Final
 
 __all__ = ["OWNER", "LateRequestWarning", "install", "owner", "uninstall"]
@@ -70,11 +72,19 @@ def _marking(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     def start(self: threading.Thread, *args: Any, **kwargs: Any) -> Any:
         work = owner()
-        if work is not None and _MARK not in self.__dict__:
+        if work is not None and _MARK not in self.__dict__ and not _pooled(self):
             self.__dict__[_MARK] = work
         return original(self, *args, **kwargs)
 
     return start
+
+
+def _pooled(thread: threading.Thread) -> bool:
+    """A pool's worker thread: its jobs carry their own owner (`_as`, or the context anyio
+    copies), never the thread's."""
+    if getattr(thread, "_target", None) is _futures_thread._worker:
+        return True
+    return type(thread).__module__.partition(".")[0] == "anyio"
 
 
 def _submitting(original: Callable[..., Any]) -> Callable[..., Any]:

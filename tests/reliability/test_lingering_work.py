@@ -21,7 +21,7 @@ import anthropic
 import httpx2
 import pytest
 
-from harness.capture import CaptureError, CaptureSession, LateRequestWarning
+from harness.capture import CaptureError, CaptureSession, LateRequestWarning, _owner
 from tests.support.inner import inner_pytest
 from tests.support.stand_ins import anthropic_message
 
@@ -208,3 +208,24 @@ def test_in_process_work_started_under_a_session_is_its_own(tmp_path: Path) -> N
         pool.submit(ask, client).result()
         asyncio.run(asyncio.to_thread(ask, client))
     assert len(session.requests) == 3
+
+
+def test_a_pools_threads_are_no_tests_even_when_a_job_bypasses_the_submit_hook(
+    tmp_path: Path,
+) -> None:
+    """A pool's worker threads started under one session serve the next: a job that reaches them
+    around the `submit` hook (prove_stable's thread perturbation keeps its own reference to
+    `submit`) is captured by the running session, not refused as the first one's."""
+    upstream = httpx2.MockTransport(lambda _: httpx2.Response(200, json=anthropic_message()))
+    first, second = (
+        CaptureSession.for_test(tmp_path / name, "record", writes_allowed=True, upstream=upstream)
+        for name in ("a.json", "b.json")
+    )
+    client = anthropic.Anthropic(api_key="test-key", max_retries=0)
+    with ThreadPoolExecutor(1) as pool:
+        with first.intercept():
+            pool.submit(lambda: None).result()  # the pool's thread starts under the first
+        with second.intercept():
+            bare_submit = _owner._originals[(ThreadPoolExecutor, "submit")]
+            bare_submit(pool, ask, client).result()
+    assert len(second.requests) == 1 and first.requests == []
