@@ -17,6 +17,7 @@ re-recording unchanged concurrent code gives the same file but for the timing, a
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -40,27 +41,30 @@ class Clock:
     def __init__(self, started: str | None = None) -> None:
         self._given = started  # an earlier recording's zero, to keep counting from
         self._zero_ns: int | None = None
+        self._lock = threading.Lock()  # the first requests may come from several threads
         self.started: str | None = None
 
     def now(self) -> int:
         """The monotonic time of an event, in ns; the first call fixes the zero."""
         now = time.perf_counter_ns()
-        if self._zero_ns is None:
-            wall = time.time_ns()
-            self._zero_ns = now
-            if self._given is not None:
-                try:
-                    earlier = datetime.fromisoformat(self._given)
-                except ValueError:
-                    earlier = None
-                if earlier is not None and earlier.tzinfo is not None:
-                    self._zero_ns = now - (wall - int(earlier.timestamp() * 1e9))
-                    self.started = self._given
-                    return now
-            self.started = datetime.fromtimestamp(wall / 1e9, UTC).isoformat(
-                timespec="milliseconds"
-            )
+        with self._lock:
+            if self._zero_ns is None:
+                self._start(now)
         return now
+
+    def _start(self, now: int) -> None:
+        wall = time.time_ns()
+        self._zero_ns = now
+        self.started = datetime.fromtimestamp(wall / 1e9, UTC).isoformat(timespec="milliseconds")
+        if self._given is None:
+            return
+        try:
+            earlier = datetime.fromisoformat(self._given)
+        except ValueError:
+            return
+        if earlier.tzinfo is not None:  # count on from the earlier recording's zero
+            self._zero_ns = now - (wall - int(earlier.timestamp() * 1e9))
+            self.started = self._given
 
     def timing(self, start_ns: int, end_ns: int) -> Timing:
         zero = self._zero_ns if self._zero_ns is not None else start_ns
