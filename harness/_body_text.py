@@ -5,10 +5,16 @@ encoding is still a key. `decoded_texts` yields every view of a body that its st
 show plainly: decompressed (`content-encoding` gzip, deflate or brotli, or gzip/zlib bytes however
 labelled; brotli needs the `brotli` or `brotlicffi` package), decoded as UTF-16 or Latin-1 when it
 is not UTF-8, JSON with its escapes resolved (`\\u0073k-ant-...` is `sk-ant-...`, and JSON held in
-a JSON string is opened too), and the text a stream sent in small deltas, joined (server-sent
-events, and AWS event-stream frames for Bedrock). A body the harness cannot decode (brotli
-without the package, or more than `MAX_DECODED` bytes once decompressed) is reported as
-unreadable, so it is refused rather than written unscanned.
+a JSON string is opened too), and the text a stream sent in small deltas, joined. A stream is
+read in each format the providers use: server-sent events (an event's `data:` lines joined as
+the format says), newline-delimited JSON, a JSON array of chunks (Gemini without `alt=sse`), and
+AWS event-stream frames (Bedrock). Deltas are joined per channel, not in arrival order: per
+choice (`n=2`), per content block, per tool call and per output item, each told apart by the
+index or id its event carries (`index`, `contentBlockIndex`, `output_index`, `item_id`, ...), so
+a key streamed in one choice while another choice interleaves is joined whole. The arrival-order
+join is kept too. A body the harness cannot decode (brotli without the package, or more than
+`MAX_DECODED` bytes once decompressed) is reported as unreadable, so it is refused rather than
+written unscanned.
 
 `scan_exchanges` runs the scan over a cassette's exchanges; `harness.capture._session` calls it
 before a cassette is written.
@@ -35,6 +41,18 @@ _MAX_DEPTH: Final = 4
 # Gemini, Bedrock): joined in order they give back the text the model wrote.
 _DELTA_KEYS: Final = frozenset(
     {"text", "delta", "partial_json", "arguments", "content", "thinking", "refusal", "output_text"}
+)
+# Fields by which a stream's event names the channel its delta belongs to: the choice (OpenAI
+# Chat `choices[].index`, Gemini `candidates[].index`), the content block (Anthropic `index`,
+# Bedrock `contentBlockIndex`), the tool call (`tool_calls[].index`), the output item and part
+# (OpenAI Responses `output_index`, `content_index`, `summary_index`, `item_id`).
+_CHANNEL_KEYS: Final = (
+    "index",
+    "contentBlockIndex",
+    "output_index",
+    "content_index",
+    "summary_index",
+    "item_id",
 )
 
 
@@ -109,7 +127,7 @@ def decoded_texts(
         yield "JSON with escapes resolved", "\n".join(_strings(value, 0))
     elif value is None and "\\u" in text:  # not JSON, yet escaped: resolve them one by one
         yield "with \\u escapes resolved", _UNICODE_ESCAPE.sub(_unescaped, text)
-    joined = _stream_text(text)
+    joined = _stream_text(text, value)
     if joined:
         yield "streamed text joined across events", joined
     framed = _eventstream_text(raw)
@@ -222,25 +240,77 @@ def _strings(value: Any, depth: int) -> Iterator[str]:
 
 
 def sse_events(lines: Iterable[str]) -> Iterator[Any]:
-    """The JSON payloads of a server-sent event stream's `data:` lines, in order (lines that are
-    not JSON, such as `data: [DONE]`, are skipped)."""
+    """The JSON payloads of a server-sent event stream, in order.
+
+    An event is the `data:` lines up to a blank line, joined by newlines (one optional space
+    after the colon removed), as the format says: a payload may span several `data:` lines.
+    Payloads that are not JSON (`data: [DONE]`) are skipped; an event whose joined lines are not
+    JSON, but each of whose lines is, gives each line's payload (a stream without blank lines).
+    """
+    data: list[str] = []
+    for line in (*lines, ""):
+        if not line.strip():
+            yield from _payloads(data)
+            data = []
+        elif line.startswith("data:"):
+            data.append(line[6:] if line.startswith("data: ") else line[5:])
+    # a last event without its blank line was dispatched by the "" above
+
+
+def _payloads(data: list[str]) -> Iterator[Any]:
+    if not data:
+        return
+    try:
+        yield msgspec.json.decode("\n".join(data).strip())
+        return
+    except (msgspec.DecodeError, RecursionError):
+        pass
+    if len(data) > 1:
+        for piece in data:
+            try:
+                yield msgspec.json.decode(piece.strip())
+            except (msgspec.DecodeError, RecursionError):
+                continue
+
+
+def ndjson_events(text: str) -> list[Any]:
+    """The objects of a newline-delimited JSON stream (Ollama, some gateways), or [] when `text`
+    is not one: at least two lines, every non-empty line a JSON object."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    if len(lines) < 2 or not all(line.lstrip().startswith("{") for line in lines):
+        return []
+    events = []
     for line in lines:
-        if not line.startswith("data:"):
-            continue
         try:
-            yield msgspec.json.decode(line[5:].strip())
+            events.append(msgspec.json.decode(line))
         except (msgspec.DecodeError, RecursionError):
-            continue
+            return []
+    return events
 
 
-def _stream_text(text: str) -> str:
-    """The delta strings of a server-sent event stream, joined in order ("" if not a stream)."""
-    if "data:" not in text:
+def _stream_text(text: str, value: Any = None) -> str:
+    """The delta strings of a stream, joined per channel and in arrival order ("" if `text` is
+    not a stream): server-sent events, newline-delimited JSON, or a JSON array of chunks."""
+    if "data:" in text:
+        events = list(sse_events(text.splitlines()))
+    elif isinstance(value, list) and len(value) > 1 and all(isinstance(v, dict) for v in value):
+        events = value  # Gemini's streamGenerateContent without alt=sse: an array of chunks
+    elif value is None:
+        events = ndjson_events(text)
+    else:
+        events = []
+    return _joined(events)
+
+
+def _joined(events: Iterable[Any]) -> str:
+    """Each channel's deltas joined, one channel a line, then every delta in arrival order."""
+    channels: dict[tuple[Any, ...], list[str]] = {}
+    arrival: list[str] = []
+    for event in events:
+        _collect_deltas(event, (), channels, arrival)
+    if not arrival:
         return ""
-    pieces: list[str] = []
-    for event in sse_events(text.splitlines()):
-        _collect_deltas(event, pieces)
-    return "".join(pieces)
+    return "\n".join(["".join(pieces) for pieces in channels.values()] + ["".join(arrival)])
 
 
 def _eventstream_text(raw: bytes) -> str:
@@ -248,7 +318,7 @@ def _eventstream_text(raw: bytes) -> str:
     `invoke-with-response-stream`: binary frames, each a JSON payload), joined ("" if the body
     is not one). A frame is its total length, its headers' length, a CRC-32 of those 8 bytes,
     the headers, the payload and a CRC-32 of it all; the prelude's CRC tells a stream apart."""
-    pieces: list[str] = []
+    events: list[Any] = []
     at = 0
     while at + 16 <= len(raw):
         total, headers = int.from_bytes(raw[at : at + 4]), int.from_bytes(raw[at + 4 : at + 8])
@@ -267,17 +337,35 @@ def _eventstream_text(raw: bytes) -> str:
                 event = msgspec.json.decode(base64.b64decode(inner, validate=True))
             except (ValueError, msgspec.DecodeError, RecursionError):
                 continue
-        _collect_deltas(event, pieces)
-    return "".join(pieces)
+        events.append(event)
+    return _joined(events)
 
 
-def _collect_deltas(value: Any, pieces: list[str]) -> None:
+def _collect_deltas(
+    value: Any,
+    channel: tuple[Any, ...],
+    channels: dict[tuple[Any, ...], list[str]],
+    arrival: list[str],
+) -> None:
+    """Every delta string in `value`, by channel: the path of keys to it, where an object that
+    names its place in the stream (`_CHANNEL_KEYS`) stands for its own place and a list item
+    without one for its position."""
     if isinstance(value, dict):
+        named = tuple(
+            (key, value[key])
+            for key in _CHANNEL_KEYS
+            if isinstance(value.get(key), str | int) and not isinstance(value.get(key), bool)
+        )
+        here = (*channel, *named)
         for key, item in value.items():
             if isinstance(item, str) and key in _DELTA_KEYS:
-                pieces.append(item)
-            else:
-                _collect_deltas(item, pieces)
+                channels.setdefault((*here, key), []).append(item)
+                arrival.append(item)
+            elif isinstance(item, dict | list):
+                _collect_deltas(item, (*here, key), channels, arrival)
     elif isinstance(value, list):
-        for item in value:
-            _collect_deltas(item, pieces)
+        for position, item in enumerate(value):
+            named_item = isinstance(item, dict) and any(key in item for key in _CHANNEL_KEYS)
+            _collect_deltas(
+                item, channel if named_item else (*channel, position), channels, arrival
+            )

@@ -17,7 +17,7 @@ import stat
 import tempfile
 import warnings
 from pathlib import Path
-from typing import Any, Final, TypeVar
+from typing import Any, ClassVar, Final, TypeVar
 
 import msgspec
 
@@ -33,8 +33,13 @@ T = TypeVar("T", bound="Versioned")
 
 
 class Versioned(msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag_field="kind"):
-    """Every file opens with its kind (a msgspec tag, so always written) and format version."""
+    """Every file opens with its kind (a msgspec tag, so always written) and format version.
 
+    A kind whose format moved on overrides `format` (the version it writes) and `READS` (every
+    version it still reads as it is: a later format only adds optional fields).
+    """
+
+    READS: ClassVar[frozenset[int]] = frozenset({FORMAT_VERSION})
     format: int = FORMAT_VERSION
 
 
@@ -67,10 +72,16 @@ def with_position(data: bytes, message: str) -> str:
 
 
 @functools.cache
-def _opening(tag: object) -> bytes:
+def _opening(tag: object, version: int) -> bytes:
     """The bytes every file of this kind opens with, as `encode` writes it."""
     kind = msgspec.json.encode(tag)
-    return b'{\n  "kind": ' + kind + b',\n  "format": ' + str(FORMAT_VERSION).encode() + b",\n"
+    return b'{\n  "kind": ' + kind + b',\n  "format": ' + str(version).encode() + b",\n"
+
+
+@functools.cache
+def _writes(kind: type[Versioned]) -> int:
+    """The format version `kind` writes (its `format` field's default)."""
+    return next(int(f.default) for f in msgspec.structs.fields(kind) if f.name == "format")
 
 
 def decode(data: bytes, kind: type[T], path: Path | str) -> T:
@@ -88,7 +99,8 @@ def decode(data: bytes, kind: type[T], path: Path | str) -> T:
             path, f"is not valid UTF-8 at byte {error.start}", "re-record it"
         ) from None
     expected_kind = kind.__struct_config__.tag
-    if data.startswith(_opening(expected_kind)):
+    version = _writes(kind)
+    if data.startswith(_opening(expected_kind, version)):
         # What the harness writes opens with its kind and format: one typed decode is enough.
         # Anything else, or any failure, takes the path below, which names the problem.
         try:
@@ -96,7 +108,7 @@ def decode(data: bytes, kind: type[T], path: Path | str) -> T:
         except (msgspec.DecodeError, RecursionError):
             pass
         else:
-            if value.format == FORMAT_VERSION:  # a repeated "format" key: the last one counts
+            if value.format == version:  # a repeated "format" key: the last one counts
                 return value
     try:
         envelope = msgspec.json.decode(data, type=_Envelope)
@@ -117,10 +129,12 @@ def decode(data: bytes, kind: type[T], path: Path | str) -> T:
         raise FixtureError(path, 'is not a harness file (no "format" and "kind" fields)')
     if envelope.kind != expected_kind:
         raise FixtureError(path, f"holds {envelope.kind!r}, expected {expected_kind!r}")
-    if envelope.format != FORMAT_VERSION:
+    known = type(envelope.format) is int and envelope.format in kind.READS
+    if not known:
+        reads = " and ".join(str(v) for v in sorted(kind.READS))
         raise FixtureError(
             path,
-            f"has format version {envelope.format!r}; this harness reads version {FORMAT_VERSION}",
+            f"has format version {envelope.format!r}; this harness reads version {reads}",
             "re-record it with this version, or use the harness version that wrote it",
         )
     try:

@@ -5,8 +5,11 @@ are made from raw values (a drift report holds what it compared, not a redacted 
 module turns them into text that is safe to print:
 - `redact(text)`: every key-shaped string (`harness._secret_shapes`), every value a project
   declared secret (`secret_patterns`) and every value the run redacted from a header, replaced
-  by `[redacted]`; a project's allowed fake keys stay. `extend(...)` adds the project's words;
-  `generation()` says when they changed, so a cached printed form is made again.
+  by `[redacted]`; a project's allowed fake keys stay. `extend(...)` adds the project's words
+  (a capture session does, as it is made and as each request and answer passes: the same words
+  its recordings are scanned for); `generation()` says when they changed, so a cached printed
+  form is made again; `exported()`/`imported()` carry them from a pytest-xdist worker to the
+  controller, which prints the summary.
 - `clip`, `bounded`, `excerpt`, `around`: cuts of content, each redacting first (a cut key may
   no longer look like one).
 - `line(text)`: one printable line (control characters escaped, redacted, bounded).
@@ -23,7 +26,7 @@ import hashlib
 import os
 import threading
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Final, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from harness._errors import one_line
 
@@ -44,8 +47,10 @@ __all__ = [
     "bounded_summary",
     "clip",
     "excerpt",
+    "exported",
     "extend",
     "generation",
+    "imported",
     "line",
     "on_github_actions",
     "reads_as_command",
@@ -95,6 +100,35 @@ def extend(
             return
         _words = _Words(_words.patterns + added, _words.allow | kept, _words.secrets + values)
         _generation += 1
+
+
+def exported() -> dict[str, Any]:
+    """What `extend` added in this process, as plain data: a pytest-xdist worker hands it to the
+    controller (`imported`), whose printer then redacts the same words in what it prints."""
+    words = _words
+    return {
+        "patterns": [
+            [p.kind, p.regex.pattern, p.regex.flags, list(p.needles), p.folded, p.run]
+            for p in words.patterns
+        ],
+        "allow": sorted(words.allow),
+        "secrets": list(words.secrets),
+    }
+
+
+def imported(data: Any) -> None:
+    """`extend` with what another process `exported`."""
+    import re
+
+    from harness._secret_shapes import SecretPattern
+
+    if not isinstance(data, dict):
+        return
+    patterns = [
+        SecretPattern(str(kind), re.compile(pattern, flags), tuple(needles), bool(folded), run)
+        for kind, pattern, flags, needles, folded, run in data.get("patterns", ())
+    ]
+    extend(patterns=patterns, allow=data.get("allow", ()), secrets=data.get("secrets", ()))
 
 
 def reset() -> None:

@@ -12,6 +12,7 @@ secret itself. What is printed (reports, summaries, annotations, error messages)
 
 from __future__ import annotations
 
+import base64
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -103,6 +104,34 @@ class SecretFinding:
         return f"{self.kind} at line {self.line}, column {self.column}{where}"
 
 
+# A redacted value shorter than this is not looked for elsewhere (too many false hits).
+MIN_SECRET_VALUE: Final = 8
+# `<scheme> <credentials>` (RFC 9110's auth-scheme is a token); the credential is what is echoed.
+_SCHEMED: Final = re.compile(r"([A-Za-z][A-Za-z0-9!#$%&'*+.^_`|~-]{0,39})[ \t]+(\S.*)", re.DOTALL)
+
+
+def credentials(value: str) -> list[str]:
+    """What of a secret header's value may be echoed elsewhere: the value itself when it has no
+    scheme, else the credential after the scheme word; for `Basic`, the decoded `user:password`
+    and the password too (defect 11 of issue 24: only `Bearer` was understood)."""
+    value = value.strip()
+    match = _SCHEMED.fullmatch(value)
+    if match is None:
+        return [value]
+    scheme, credential = match.group(1).lower(), match.group(2).strip()
+    found = [credential]
+    if scheme == "basic":
+        try:
+            decoded = base64.b64decode(credential, validate=True).decode("utf-8")
+        except (ValueError, UnicodeDecodeError):
+            return found
+        found.append(decoded)
+        _, sep, password = decoded.partition(":")
+        if sep and password:
+            found.append(password)
+    return found
+
+
 def _header_is_secret(name: str, deny: frozenset[str]) -> bool:
     lower = name.lower()
     if lower in deny:
@@ -155,13 +184,13 @@ class Redaction:
         return lower in self.query or any(word in lower for word in _SECRET_NAME_WORDS)
 
     def secret_values(self, pairs: Sequence[tuple[str, str]]) -> list[str]:
-        """The values of redacted headers (without a `Bearer ` prefix), to look for elsewhere."""
+        """The values of redacted headers, to look for elsewhere: the credential whatever its
+        scheme (`Bearer`, `Token`, `Key`, `Basic`...: what follows the scheme word), and for
+        `Basic` also the decoded `user:password` and the password."""
         values = []
         for name, value in pairs:
             if _header_is_secret(name, self.headers) and value != REDACTED:
-                bare = value.split(" ", 1)[1] if value.lower().startswith("bearer ") else value
-                if len(bare) >= 8:
-                    values.append(bare)
+                values += [v for v in credentials(value) if len(v) >= MIN_SECRET_VALUE]
         return values
 
     def scan(self, data: bytes, secrets: Sequence[str] = ()) -> list[SecretFinding]:

@@ -14,6 +14,8 @@ by `harness.providers`.
 - `proof`: prove_stable's bookkeeping (every order answered like the first);
 - `transport`: the `httpx2` and `httpx` transports;
 - `intercept`: every client of both libraries sends through the session (`session.intercept()`).
+- `owner`: whose work sends a request (the test that started it), so a late one is refused;
+- `timing`: when each exchange ran, and the deterministic order a cassette stores them in.
 
 Importing this package imports neither HTTP library: a transport is made on first use, from
 whichever of the two the project has.
@@ -34,6 +36,7 @@ from harness.capture._cassette import (
     HttpRequest,
     HttpResponse,
     Proof,
+    Timing,
     load_cassette,
 )
 from harness.capture._config import CaptureConfig
@@ -44,6 +47,7 @@ from harness.capture._matching import (
     matcher_named,
     register_matcher,
 )
+from harness.capture._owner import LateRequestWarning
 from harness.capture._prefix import (
     PrefixBreak,
     PrefixBroken,
@@ -70,6 +74,7 @@ __all__ = [
     "Finished",
     "HttpRequest",
     "HttpResponse",
+    "LateRequestWarning",
     "Matcher",
     "PrefixBreak",
     "PrefixBroken",
@@ -79,6 +84,7 @@ __all__ = [
     "Redaction",
     "SecretFinding",
     "SecretLeak",
+    "Timing",
     "cassette_path_for",
     "check_prefix_chain",
     "current_session",

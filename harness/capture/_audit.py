@@ -1,8 +1,8 @@
 """What the CLI reads in a cassette: its format, its redaction, its prefix chain, a summary.
 
-`harness check PATH` finds every cassette under PATH (`find_cassettes`: a `.json` file whose kind
-is `harness/capture`) and audits it (`audit_cassette`): it is decoded strictly (a corrupt or
-foreign file is a `FixtureError`); secret headers and query parameters must read `[redacted]`
+`harness check PATH` finds every cassette under PATH (`find_cassettes`) and audits it
+(`audit_cassette`): it is decoded strictly (a corrupt or foreign file is a `FixtureError`, one
+line and exit 2); secret headers and query parameters must read `[redacted]`
 and the bytes must hold nothing key-shaped; and each request must extend the cached prefix of
 the one it continues, per endpoint, as the plugin's gate checks it at record and replay (a
 cassette whose test was marked `moves_header` says so, and its breaks are listed, not failed).
@@ -22,6 +22,9 @@ from typing import Any, Final
 import msgspec
 
 from harness._body_text import sse_events
+from harness._errors import FixtureError
+from harness._files import read_checked
+from harness._paths import CASSETTES, FIXTURES
 from harness._secrets import REDACTED, Redaction
 from harness.capture._captured import Captured, split_exchange
 from harness.capture._cassette import CaptureFile, Exchange, HttpRequest, load_cassette
@@ -89,36 +92,88 @@ class CassetteAudit:
 
 
 def find_cassettes(paths: Iterable[Path]) -> list[Path]:
-    """Every cassette at or under `paths`, sorted (hidden and virtualenv folders skipped)."""
+    """Every cassette at or under `paths`, sorted (hidden and virtualenv folders skipped).
+
+    Under a cassettes folder (`<fixtures>/cassettes`: a folder named `cassettes` that is one of
+    `paths`, lies right under one, or lies in a folder named `fixtures`) every file but a hidden
+    one (`.gitkeep`, an interrupted write's `.name.XXXX.tmp`) is a cassette: reading it either
+    checks it or refuses it in one line, so nothing there is skipped silently (a folder that
+    cannot be listed, or a link to a folder, is refused too). Elsewhere, a `.json` file is a
+    cassette when its `kind` says so, wherever the key is (`jq -S` sorts it last); vcrpy's and
+    pytest-recording's `tests/cassettes/` are left alone.
+    """
     found: set[Path] = set()
     for path in paths:
         if path.is_file():
-            if _is_cassette(path):
+            if _is_cassette(path) or _in_cassettes_folder(path.parent, path.parent):
                 found.add(path)
             continue
-        for folder, folders, files in os.walk(path):
+        for folder, folders, files in os.walk(path, onerror=_unlistable(path)):
+            here = Path(folder)
+            strict = _in_cassettes_folder(here, path)
+            if strict:
+                for name in folders:
+                    if (here / name).is_symlink():
+                        raise FixtureError(
+                            here / name,
+                            "is a link to a folder under the cassettes folder",
+                            "the harness follows no link there: move the cassettes in",
+                        )
             folders[:] = sorted(
                 name
                 for name in folders
                 if name not in _SKIPPED_FOLDERS and not name.startswith(".")
             )
             for name in files:
-                candidate = Path(folder) / name
-                if name.endswith(".json") and _is_cassette(candidate):
+                candidate = here / name
+                hidden = name.startswith(".")
+                # under a cassettes folder: checked, or refused in one line; elsewhere by kind
+                if (strict and not hidden) or (name.endswith(".json") and _is_cassette(candidate)):
                     found.add(candidate)
     return sorted(found)
 
 
+def _in_cassettes_folder(folder: Path, root: Path) -> bool:
+    """Whether `folder` is (or lies in) the cassettes folder of a fixtures folder."""
+    for place in (folder, *folder.parents):
+        if place.name == CASSETTES and (
+            place == root or place.parent == root or place.parent.name == FIXTURES
+        ):
+            return True
+        if place == root:
+            return False
+    return False
+
+
+def _unlistable(root: Path) -> Callable[[OSError], None]:
+    def raised(error: OSError) -> None:
+        where = Path(error.filename) if error.filename else root
+        if _in_cassettes_folder(where, root):
+            raise FixtureError(where, f"cannot be listed: {error.strerror}", "fix its permissions")
+
+    return raised
+
+
+class _Kind(msgspec.Struct):
+    kind: Any = msgspec.UNSET
+
+
 def _is_cassette(path: Path) -> bool:
-    """Whether `path` opens as a cassette; only regular files are opened (a FIFO would block,
-    a link to a device never ends)."""
+    """Whether `path` says it is a cassette: its `kind`, wherever the key is; a file that is no
+    JSON but names the kind (a cassette cut short) is one too, for the audit to refuse. Only
+    regular files are opened (a FIFO would block, a link to a device never ends)."""
     if not path.is_file():
         return False
     try:
-        with path.open("rb") as handle:
-            return _KIND in handle.read(512)
-    except OSError:
+        data = read_checked(path)
+    except FixtureError:
         return False
+    if _KIND not in data:
+        return False
+    try:
+        return bool(msgspec.json.decode(data, type=_Kind).kind == "harness/capture")
+    except (msgspec.DecodeError, RecursionError):
+        return True  # it names the kind and does not decode: a damaged cassette
 
 
 def captured_of(exchanges: Sequence[Exchange]) -> list[Captured]:

@@ -25,6 +25,7 @@ class Captured:
     split: RequestSplit | None
     status: int | None = None
     source: str = ""  # "cassette", "upstream" or "proof"
+    sent_ns: int = 0  # when it reached the transport (the session's monotonic clock)
 
     @property
     def view(self) -> CacheView | None:

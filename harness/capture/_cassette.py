@@ -6,6 +6,13 @@ request keeps its exact body bytes (as parsed JSON when re-encoding it gives the
 what the SDKs send: readable and diffable), its headers as ordered pairs with secrets redacted,
 and none of the per-machine headers (host, user agent, retries). A response keeps its status,
 headers and body; server-sent events are kept as lines.
+
+Format 2 (format 1 files are read as they are) adds the real timing beside each recorded
+exchange: `started`, the wall-clock time of the test's first request, and per exchange `timing`,
+its start and end in milliseconds from then (which requests overlapped follows from them). The
+order is deterministic (`stored_order`): requests one after the other keep the order they were
+sent in; requests in flight together are stored by what they are, whatever order they arrived
+and finished in, so re-recording unchanged concurrent code leaves the file as it was.
 """
 
 from __future__ import annotations
@@ -13,7 +20,7 @@ from __future__ import annotations
 import base64
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 import msgspec
 
@@ -27,12 +34,14 @@ __all__ = [
     "HttpRequest",
     "HttpResponse",
     "Proof",
+    "Timing",
     "all_exchanges",
     "load_cassette",
     "redacted",
     "request_record",
     "response_record",
     "secret_values",
+    "without_timing",
 ]
 
 
@@ -71,9 +80,18 @@ class HttpResponse(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True
         return _body_bytes(self.json, self.text, self.lines, self.base64)
 
 
-class Exchange(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+class Timing(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """When one exchange ran: milliseconds from the cassette's `started` to the request being
+    sent and to its answer ending (the stream's last byte)."""
+
+    start_ms: float
+    end_ms: float
+
+
+class Exchange(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     request: HttpRequest
     response: HttpResponse
+    timing: Timing | msgspec.UnsetType = msgspec.UNSET  # absent in format 1
 
 
 class Proof(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -91,9 +109,13 @@ class CaptureFile(Versioned, frozen=True, kw_only=True, tag="harness/capture"):
     """A cassette: the test's requests and answers in order, then one entry per prove_stable.
 
     `moves_header` is the reason of the test's `moves_header` marker, written so that
-    `harness check` honours the exemption too (absent when the test has none).
+    `harness check` honours the exemption too (absent when the test has none). `started` is the
+    wall-clock time (UTC, ISO 8601) the exchanges' `timing` counts from (format 2).
     """
 
+    READS: ClassVar[frozenset[int]] = frozenset({1, 2})
+    format: int = 2
+    started: str | msgspec.UnsetType = msgspec.UNSET
     exchanges: tuple[Exchange, ...] = ()
     proofs: tuple[Proof, ...] = ()
     moves_header: str | msgspec.UnsetType = msgspec.UNSET
@@ -145,15 +167,31 @@ def redacted(capture: CaptureFile, redaction: Redaction) -> CaptureFile:
         response = msgspec.structs.replace(
             exchange.response, headers=redaction.header_pairs(exchange.response.headers)
         )
-        return Exchange(request, response)
+        return msgspec.structs.replace(exchange, request=request, response=response)
 
-    return CaptureFile(
+    return msgspec.structs.replace(
+        capture,
         exchanges=tuple(one(e) for e in capture.exchanges),
         proofs=tuple(
             Proof(units=p.units, exchanges=tuple(one(e) for e in p.exchanges))
             for p in capture.proofs
         ),
-        moves_header=capture.moves_header,
+    )
+
+
+def without_timing(capture: CaptureFile) -> CaptureFile:
+    """The cassette without its timing: what a re-record must change to be worth writing."""
+
+    def bare(exchanges: tuple[Exchange, ...]) -> tuple[Exchange, ...]:
+        return tuple(msgspec.structs.replace(e, timing=msgspec.UNSET) for e in exchanges)
+
+    return msgspec.structs.replace(
+        capture,
+        started=msgspec.UNSET,
+        exchanges=bare(capture.exchanges),
+        proofs=tuple(
+            msgspec.structs.replace(p, exchanges=bare(p.exchanges)) for p in capture.proofs
+        ),
     )
 
 

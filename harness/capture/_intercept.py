@@ -20,18 +20,33 @@ The patches are installed when the first session starts intercepting and removed
 restored, when the last one stops, also when the test fails. Sessions nest (the innermost one
 captures); the active sessions are process-wide, not per thread, because frameworks send from
 worker threads that would not see a context variable.
+
+A request is captured by the session whose test started the work that sends it
+(`harness.capture._owner`: tasks by their context, threads by the thread that started them,
+pool jobs by the code that submitted them), not by the test running when it is sent: work that
+outlives its test (a thread never joined) and sends after it ended is refused, with a
+`LateRequestWarning` naming that test, and never lands in another test's cassette. Work no test
+started (a thread started at import) is captured by the innermost session.
 """
 
 from __future__ import annotations
 
 import importlib
 import threading
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Final
 
-from harness._errors import UsageError
-from harness.capture._transport import capture_transport, installed_libraries, missing_library
+from harness import _printer
+from harness._errors import CaptureError, UsageError
+from harness.capture import _owner
+from harness.capture._transport import (
+    capture_transport,
+    installed_libraries,
+    missing_library,
+    surfaced,
+)
 
 if TYPE_CHECKING:
     from harness.capture._config import CaptureConfig
@@ -59,9 +74,14 @@ def intercepting(session: CaptureSession, config: CaptureConfig) -> Iterator[Cap
         if not _active:
             _install()
         _active.append((session, config))
+    token = _owner.OWNER.set(session)  # the work started from here on is this session's
     try:
         yield session
     finally:
+        try:
+            _owner.OWNER.reset(token)
+        except ValueError:  # left in another context than it was entered in
+            _owner.OWNER.set(None)
         with _lock:
             for index in range(len(_active) - 1, -1, -1):
                 if _active[index][0] is session:
@@ -81,6 +101,7 @@ def _libraries() -> list[Any]:
 
 
 def _install() -> None:
+    _owner.install()
     for module in _libraries():
         for kind in (module.Client, module.AsyncClient):
             if kind in _originals:  # httpx aliased to httpx2: the same classes
@@ -94,13 +115,36 @@ def _uninstall() -> None:
     for kind, original in _originals.items():
         setattr(kind, _PATCHED, original)
     _originals.clear()
+    _owner.uninstall()
+
+
+def _capturing() -> tuple[CaptureSession, CaptureConfig] | None:
+    """The session that captures a request sent now: the owner of the work sending it if that
+    session still intercepts, else the innermost one; a `CaptureError` when the work's test has
+    ended."""
+    work = _owner.owner()
+    with _lock:
+        if work is None:
+            return _active[-1] if _active else None
+        mine = next((pair for pair in _active if pair[0] is work), None)
+        if mine is not None or not _active:
+            return mine
+    who = getattr(work, "test", None) or f"the test of cassette {getattr(work, 'cassette', '?')}"
+    message = _printer.shown(
+        f"a request was sent after {who} ended, by work it started (a thread or task still"
+        " running): it is not captured by the test running now; wait for the work it starts"
+        " (join the thread, await the task) before the test ends"
+    )
+    warnings.warn(_owner.LateRequestWarning(message), stacklevel=2)
+    raise surfaced(CaptureError(message))
 
 
 def _patched(module: Any, original: Any) -> Any:
     def _transport_for_url(client: Any, url: Any) -> Any:
         transport = original(client, url)
-        with _lock:
-            current = _active[-1] if _active else None
+        if getattr(transport, "capture_session", None) is not None:
+            return transport
+        current = _capturing()
         if current is None or getattr(transport, "capture_session", None) is not None:
             return transport
         session, config = current

@@ -36,6 +36,7 @@ __all__ = [
     "matcher_named",
     "positions",
     "register_matcher",
+    "strict_match",
     "unregister_matcher",
 ]
 
@@ -129,3 +130,29 @@ def describe_mismatch(
     if canonical_bytes(old.prefix) == canonical_bytes(live.split.prefix):
         severity = " (after the cacheable prefix: the cache is not affected)"
     return CassetteMismatch(f"{head}{severity}: {report.block} block first; {hint}", report)
+
+
+def strict_match(
+    recorded: Sequence[Exchange],
+    live: Captured,
+    used: set[int],
+    matcher: Matcher,
+    redaction: Redaction,
+    cassette: str,
+) -> int | None:
+    """The first recorded exchange not in `used` on the live request's route that `matcher`
+    accepts (added to `used`); None when the route has no unused exchange, a CassetteMismatch
+    when it has some and none matches."""
+    candidates = [
+        index
+        for index in range(len(recorded))
+        if index not in used and same_route(recorded[index].request, live)
+    ]
+    for index in candidates:
+        if matcher.matches(recorded[index].request, live, redaction):
+            used.add(index)
+            return index
+    if not candidates:
+        return None
+    first = candidates[0]
+    raise describe_mismatch(first, recorded[first].request, live, cassette)

@@ -16,13 +16,19 @@ Which request a request continues (the rules of decision 0008):
   message in a longer history is a break, not a new conversation).
 
 "Extends" means: the same settings, every prefix block before the last one equal, and the last
-one a prefix of the next request's (the previous messages, then more). Going back to an earlier
-point of the same conversation (the same opening, a shorter history) also hits the cache. Cache
-markers (`RequestSplit.markers`: Anthropic's `cache_control`, Bedrock's `cachePoint` blocks) are
-ignored, since moving the breakpoint forward is how a conversation keeps its cache (OpenAI's
-`prompt_cache_breakpoint` too), except a marker's time to live where both requests mark the same
-place: another TTL is another entry. A Responses request that continues a stored response has its
-conversation on the server; its settings, tools and instructions are still judged.
+one a prefix of the next request's (the previous messages, then more). Only a list is cut to the
+earlier request's length, and only where the prefix may grow: the conversation block, or the
+block the prefix was cut in at a breakpoint. A system prompt or a tool list the prefix holds
+whole (no breakpoint in it) must be equal whole, and a string is never cut: a system prompt that
+gains or loses text is a break where it changed. Going back to an earlier point of the same
+conversation (the same opening, a shorter history) also hits the cache. Cache markers
+(`RequestSplit.markers`: Anthropic's `cache_control`, Bedrock's `cachePoint` blocks) are
+ignored, since moving the breakpoint forward is how a conversation keeps its cache, except a
+marker's time to live where both requests mark the same place: another TTL is another entry.
+Ignoring a marker never reorders what is compared: each request keeps its keys in the order it
+sent them (the provider caches those bytes). A Responses request that continues a stored
+response has its conversation on the server; its settings, tools and instructions are still
+judged.
 
 Bookkeeping fields (the rules pack's: streaming, output limits, a diagnostics request) never
 break the prefix. A break whose cache effect the rules do not know for certain (a retention
@@ -264,7 +270,9 @@ def _judge(a: _Entry, b: _Entry) -> PrefixBreak | None:
     if b.stored:  # the conversation lives on the server: judge what is sent again
         prefix, view = _without_conversation(prefix), _without_conversation(view)
     prefix, view = _strip_pair(prefix, view, markers)
-    candidate = _cut_like(prefix, view, cut_content=bool(a.split.markers))
+    candidate = _cut_like(
+        prefix, view, cut_content=bool(a.split.markers), grows=_grows(a.split, prefix)
+    )
     report = compare(
         prefix,
         candidate,
@@ -293,7 +301,17 @@ def _goes_back(a: _Entry, b: _Entry, markers: tuple[str, ...]) -> bool:
     if a.opening is None or a.opening != b.opening:
         return False
     view, earlier = _strip_pair(b.split.view, a.split.view, markers)
-    return compare(view, _cut_like(view, earlier, cut_content=False)).identical
+    grows = _grows(b.split, view)
+    return compare(view, _cut_like(view, earlier, cut_content=False, grows=grows)).identical
+
+
+def _grows(split: RequestSplit, prefix: CacheView) -> bool:
+    """Whether the last block of `prefix` may be a shorter form of the next request's: the
+    conversation (it grows by turns), or the block a breakpoint cut the prefix in (what follows
+    the breakpoint is not cached). A block held whole (Anthropic's system with no breakpoint in
+    it, under automatic caching) is cached whole: any change to it is a break."""
+    last = next(reversed(prefix.blocks), None)
+    return last in CONVERSATION_BLOCKS or (split.rule == "breakpoint" and last is not None)
 
 
 def _without_conversation(view: CacheView) -> CacheView:
@@ -314,21 +332,21 @@ def _as_split(item: Any) -> tuple[RequestSplit | None, bool]:
     raise TypeError(f"cannot check the prefix of a {type(item).__name__}")
 
 
-def _cut_like(prefix: CacheView, view: CacheView, *, cut_content: bool) -> CacheView:
-    """`view` cut to the shape of `prefix`: its blocks, the last one no longer than prefix's."""
+def _cut_like(prefix: CacheView, view: CacheView, *, cut_content: bool, grows: bool) -> CacheView:
+    """`view` cut to the shape of `prefix`: its blocks, and when the last one `grows` (see
+    `_grows`) and is a list, that list no longer than prefix's. A string is never cut: a system
+    prompt that gained text is not the earlier one followed by more turns (defect 3, issue 24)."""
     blocks: dict[str, Any] = {}
     names = list(prefix.blocks)
     for position, name in enumerate(names):
         if name not in view.blocks:
             continue
         value, shape = view.blocks[name], prefix.blocks[name]
-        if position == len(names) - 1:
-            if isinstance(value, list) and isinstance(shape, list):
-                value = value[: len(shape)]
-                if cut_content and value and shape:
-                    value = [*value[:-1], _cut_message(value[-1], shape[-1])]
-            elif isinstance(value, str) and isinstance(shape, str):
-                value = value[: len(shape)]
+        last = grows and position == len(names) - 1
+        if last and isinstance(value, list) and isinstance(shape, list):
+            value = value[: len(shape)]
+            if cut_content and value and shape:
+                value = [*value[:-1], _cut_message(value[-1], shape[-1])]
         blocks[name] = value
     return CacheView(settings=view.settings, blocks=blocks, provider=view.provider)
 
@@ -367,19 +385,19 @@ _NONE: Final = object()
 
 def _pair(a: Any, b: Any, markers: tuple[str, ...]) -> tuple[Any, Any]:
     if isinstance(a, dict) and isinstance(b, dict):
-        out_a: dict[str, Any] = {}
-        out_b: dict[str, Any] = {}
+        # Each side keeps its own key order: the provider caches the bytes as sent, so two
+        # objects whose keys come in another order are another prefix (defect 2, issue 24:
+        # rebuilding both in `a`'s order hid a swapped `properties` from the gate).
+        paired: dict[str, tuple[Any, Any]] = {}
         for key in [*a, *(k for k in b if k not in a)]:
             if key in markers:
                 ttl_a, ttl_b = _ttl(a.get(key)), _ttl(b.get(key))
                 if key in a and key in b and ttl_a != ttl_b:
-                    out_a[key], out_b[key] = {"ttl": ttl_a}, {"ttl": ttl_b}
+                    paired[key] = ({"ttl": ttl_a}, {"ttl": ttl_b})
                 continue
-            value_a, value_b = _pair(a.get(key, _NONE), b.get(key, _NONE), markers)
-            if key in a:
-                out_a[key] = value_a
-            if key in b:
-                out_b[key] = value_b
+            paired[key] = _pair(a.get(key, _NONE), b.get(key, _NONE), markers)
+        out_a = {key: paired[key][0] for key in a if key in paired}
+        out_b = {key: paired[key][1] for key in b if key in paired}
         return out_a, out_b
     if isinstance(a, list) and isinstance(b, list):
         items_a = [item for item in a if not _only_marker(item, markers)]

@@ -89,7 +89,7 @@ class ProofState:
                 if all(str(error) != str(known) for known in session.errors):
                     session.errors.append(error)
             if build == 0 and session.mode is RecordMode.UPDATE:
-                self.out.append(Exchange(session.request_of(captured), reference[index].response))
+                self.out.append(session.exchange_of(captured, reference[index].response))
             elif build == 0 and session.mode is RecordMode.UPDATE_NEW_ONLY:
                 self.out.append(reference[index])
             return Ticket(captured, reference[index].response)

@@ -25,10 +25,12 @@ from typing import Any, NamedTuple
 
 import msgspec
 
+from harness import _printer
 from harness._body_text import scan_exchanges
 from harness._errors import CaptureError, CassetteMissing, CassetteSecretLeak
 from harness._files import encode, read
 from harness._record_mode import RecordMode
+from harness._secret_shapes import SECRET_PATTERNS
 from harness._secrets import Redaction
 from harness._views import CacheView
 from harness.capture._captured import Captured, split_exchange
@@ -48,12 +50,13 @@ from harness.capture._config import CaptureConfig
 from harness.capture._matching import (
     CacheViewMatcher,
     Matcher,
-    describe_mismatch,
     positions,
-    same_route,
+    strict_match,
 )
 from harness.capture._prefix import PrefixBreak, PrefixBroken, PrefixChain, prefix_chain
 from harness.capture._proof import ProofRun, ProofState, Ticket
+from harness.capture._recording import Recording
+from harness.capture._timing import Clock, same_but_timing, stored_order
 
 __all__ = ["CaptureSession", "Finished"]
 
@@ -96,9 +99,17 @@ class CaptureSession:
         self.writes_allowed = writes_allowed
         self.upstream = upstream
         self.redaction = redaction or self.config.redaction()
+        # Whatever the session refuses to write, the printer refuses to print (defect 1 of
+        # issue 24): the project's patterns and allowed values now, each redacted header's
+        # value as requests and answers pass (`receive`, `complete`).
+        _printer.extend(
+            patterns=[p for p in self.redaction.patterns if p not in SECRET_PATTERNS],
+            allow=self.redaction.allow,
+        )
         self.matcher: Matcher = matcher or self.config.matcher or CacheViewMatcher()
         self.record_hint = record_hint
         self.moves_header: str | None = None
+        self.test: str | None = None  # the test's id, as messages name it (the plugin sets it)
         self.errors: list[CaptureError] = []
         self.notes: list[str] = []
         if not writes_allowed and wanted.writes:
@@ -119,9 +130,13 @@ class CaptureSession:
         self._appended = False
         self._boundaries: list[int] = []
         self._proofs: list[ProofState] = []
+        self._open: list[Recording] = []  # forwarded answers still streaming
         self._default_upstreams: dict[tuple[str, bool], object] = {}
+        given: str | None = None
         if self.mode is RecordMode.UPDATE_NEW_ONLY and self._recorded is not None:
             self._out = list(self._recorded.exchanges)
+            given = self._recorded.started or None  # what it adds counts from the same zero
+        self.clock = Clock(given)
 
     @classmethod
     def for_test(
@@ -270,21 +285,18 @@ class CaptureSession:
 
         Raises `SecretLeak` (and returns nothing to write) when the cassette would hold a secret.
         """
+        self._end_open_recordings()
         breaks = self.prefix_breaks()
         files: list[tuple[Path, bytes]] = []
         if self.cassette is not None and self.mode is not RecordMode.CHECK and not self.errors:
             data = self.encoded()
-            if data is not None:
-                try:
-                    unchanged = self.cassette.read_bytes() == data
-                except OSError:
-                    unchanged = False
-                if not unchanged:
-                    files.append((self.cassette, data))
+            if data is not None and not same_but_timing(self.cassette, data):
+                files.append((self.cassette, data))
         return Finished(files, breaks)
 
     def cassette_file(self) -> CaptureFile | None:
         """The cassette this run would write (unredacted, in memory), or None for nothing new."""
+        self._end_open_recordings()
         with self.lock:
             new_proof = any(state.appended for state in self._proofs)
             if self.mode is RecordMode.UPDATE_NEW_ONLY and not (self._appended or new_proof):
@@ -300,7 +312,13 @@ class CaptureSession:
             if not self._out and not proofs:
                 return None
             moves = self.moves_header if self.moves_header is not None else msgspec.UNSET
-            return CaptureFile(exchanges=tuple(self._out), proofs=tuple(proofs), moves_header=moves)
+            proofs = [Proof(units=p.units, exchanges=stored_order(p.exchanges)) for p in proofs]
+            return CaptureFile(
+                started=self.clock.started or msgspec.UNSET,
+                exchanges=stored_order(self._out),
+                proofs=tuple(proofs),
+                moves_header=moves,
+            )
 
     def encoded(self) -> bytes | None:
         """The exact bytes the cassette file would get: redacted, then scanned for secrets."""
@@ -335,10 +353,13 @@ class CaptureSession:
         self, method: str, url: str, headers: Sequence[tuple[str, str]], body: bytes
     ) -> Ticket:
         """Decide what happens to one request: an answer from the cassette, or forward it."""
+        _printer.extend(secrets=self.redaction.secret_values(headers))
+        sent = self.clock.now()
         with self.lock:
             proof = next((state for state in self._proofs if state.build is not None), None)
             split = split_exchange(method, url, headers, body)
             captured = Captured(len(self._requests) + 1, method, url, tuple(headers), body, split)
+            captured.sent_ns = sent
             if proof is not None:
                 try:
                     return proof.receive(captured, self)
@@ -355,19 +376,50 @@ class CaptureSession:
                     self.errors.append(error)
                 raise
 
+    def recording(
+        self, ticket: Ticket, status: int, headers: Sequence[tuple[str, str]]
+    ) -> Recording:
+        """Start recording what the upstream answers a forwarded request, as it streams
+        (`harness.capture._recording`): the transport feeds it each chunk it hands the client."""
+        _printer.extend(secrets=self.redaction.secret_values(headers))
+        recording = Recording(ticket, status, headers, self._recorded_answer)
+        with self.lock:
+            ticket.captured.status = status
+            if not ticket.captured.source:
+                ticket.captured.source = "upstream"
+            self._open.append(recording)
+        return recording
+
     def complete(
         self, ticket: Ticket, status: int, headers: Sequence[tuple[str, str]], body: bytes
     ) -> HttpResponse:
-        """Record what the upstream answered a forwarded request."""
-        response = response_record(status, headers, body)
-        captured = ticket.captured
+        """Record what the upstream answered a forwarded request, whole."""
+        recording = self.recording(ticket, status, headers)
+        recording.feed(body)
+        answered = recording.end()
+        assert answered is not None  # fed and ended here: never abandoned
+        return answered
+
+    def _recorded_answer(self, recording: Recording, body: bytes | None) -> HttpResponse | None:
+        """A recording ended (`body`) or was abandoned (None): store its exchange."""
+        response = (
+            None if body is None else response_record(recording.status, recording.headers, body)
+        )
+        ticket = recording.ticket
+        ended = self.clock.now()
         with self.lock:
-            captured.status = status
-            if not captured.source:
-                captured.source = "upstream"
-            if ticket.store is not None:
-                ticket.store(Exchange(self.request_of(captured), response))
+            if recording in self._open:
+                self._open.remove(recording)
+            if response is not None and ticket.store is not None:
+                ticket.store(self.exchange_of(ticket.captured, response, ended))
         return response
+
+    def _end_open_recordings(self) -> None:
+        """Answers still streaming when the session finishes are stored as far as they came."""
+        with self.lock:
+            still_open = list(self._open)
+        for recording in still_open:
+            recording.end()
 
     def upstream_for(self, module: Any, *, asynchronous: bool) -> object:
         """Where forwarded requests go: the session's upstream, else the network through
@@ -384,6 +436,13 @@ class CaptureSession:
     def request_of(self, captured: Captured) -> HttpRequest:
         return request_record(captured.method, captured.url, captured.headers, captured.body)
 
+    def exchange_of(
+        self, captured: Captured, response: HttpResponse, ended: int | None = None
+    ) -> Exchange:
+        """The exchange to store, with its timing (an answer from the cassette took none)."""
+        timing = self.clock.timing(captured.sent_ns, captured.sent_ns if ended is None else ended)
+        return Exchange(self.request_of(captured), response, timing)
+
     def _answer(self, captured: Captured) -> Ticket:
         recorded = self._recorded.exchanges if self._recorded is not None else ()
         if self.mode is RecordMode.RECORD:
@@ -394,11 +453,19 @@ class CaptureSession:
             self._positions[key] = len(recorded) if index is None else index + 1
             if index is None:
                 return Ticket(captured, None, self._out.append)
-            self._out.append(Exchange(self.request_of(captured), recorded[index].response))
+            self._out.append(self.exchange_of(captured, recorded[index].response))
             captured.source = "cassette"
             return Ticket(captured, recorded[index].response)
-        index = self._strict_match(recorded, captured)
+        index = strict_match(
+            recorded, captured, self._used, self.matcher, self.redaction, self.shown()
+        )
         if index is not None:
+            if recorded[index].request.body != captured.body:
+                self.notes.append(
+                    f"request {captured.number}: body bytes differ from the recording outside"
+                    " the cache view (stream, max_tokens, sampling or key order); update"
+                    " mode rewrites them"
+                )
             captured.source = "cassette"
             return Ticket(captured, recorded[index].response)
         if self.mode is RecordMode.UPDATE_NEW_ONLY:
@@ -418,27 +485,3 @@ class CaptureSession:
             f"request {captured.number} ({captured.method} {captured.path}) has no recorded"
             f" answer: {where}; {self.record_hint}"
         )
-
-    def _strict_match(self, recorded: Sequence[Exchange], captured: Captured) -> int | None:
-        """The first unused recorded exchange on the same route that the matcher accepts; a
-        CassetteMismatch when there are such exchanges and none matches."""
-        candidates = [
-            index
-            for index in range(len(recorded))
-            if index not in self._used and same_route(recorded[index].request, captured)
-        ]
-        if not candidates:
-            return None
-        for index in candidates:
-            request = recorded[index].request
-            if self.matcher.matches(request, captured, self.redaction):
-                self._used.add(index)
-                if request.body != captured.body:
-                    self.notes.append(
-                        f"request {captured.number}: body bytes differ from the recording outside"
-                        " the cache view (stream, max_tokens, sampling or key order); update"
-                        " mode rewrites them"
-                    )
-                return index
-        first = candidates[0]
-        raise describe_mismatch(first, recorded[first].request, captured, self.shown())

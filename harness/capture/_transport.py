@@ -4,6 +4,10 @@ The SDKs send JSON through `httpx2` (anthropic 2, openai 3) or plain `httpx` (ol
 many frameworks). One adapter class serves both libraries; the concrete class for a library is
 made on first use, so the harness needs whichever of the two the project has, not both. A request
 forwarded to an upstream of the other library is rebuilt in that library's types.
+
+A forwarded answer reaches the client as it arrives, chunk by chunk, while it is recorded
+(`harness.capture._recording`): an endless event stream does not hang the test, and a provider's
+stream is read by the client while the model writes it.
 """
 
 from __future__ import annotations
@@ -18,7 +22,10 @@ from harness._errors import CaptureError, UsageError
 from harness.capture._cassette import FRAMING, HttpResponse
 
 if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Iterator
+
     from harness.capture._proof import Ticket
+    from harness.capture._recording import Recording
     from harness.capture._session import CaptureSession
 
 __all__ = [
@@ -27,6 +34,7 @@ __all__ = [
     "installed_libraries",
     "library",
     "missing_library",
+    "surfaced",
     "transport_class",
     "transport_for",
 ]
@@ -117,7 +125,7 @@ class _Adapter:
         try:
             return self.session.receive(str(request.method), str(request.url), headers, body)
         except CaptureError as error:
-            raise _surfaced(error) from None
+            raise surfaced(error) from None
 
     def _reply(self, request: Any, response: HttpResponse) -> Any:
         headers = [(k, v) for k, v in response.headers if k.lower() not in FRAMING]
@@ -133,45 +141,120 @@ class _Adapter:
             request.method, str(request.url), headers=request.headers.raw, content=request.content
         )
 
+    def _streamed(self, request: Any, response: Any, stream: Any) -> Any:
+        """The upstream's answer for the client: its status and headers now (less the framing:
+        the body is handed over decoded), its body as it arrives, recorded beside."""
+        headers = [
+            (k.lower(), v) for k, v in response.headers.multi_items() if k.lower() not in FRAMING
+        ]
+        return self._module.Response(
+            response.status_code, headers=headers, stream=stream, request=request
+        )
+
     def handle_request(self, request: Any) -> Any:
         __tracebackhide__ = True
         body = bytes(request.read())
         ticket = self._ticket(request, body)
-        reply = ticket.reply
-        if reply is None:
-            upstream = self._upstream(asynchronous=False)
-            response = upstream.handle_request(self._outgoing(request, upstream))
-            try:
-                content = bytes(response.read())
-            finally:
-                response.close()
-            reply = self.session.complete(
-                ticket, response.status_code, response.headers.multi_items(), content
-            )
-        return self._reply(request, reply)
+        if ticket.reply is not None:
+            return self._reply(request, ticket.reply)
+        upstream = self._upstream(asynchronous=False)
+        response = upstream.handle_request(self._outgoing(request, upstream))
+        recording = self.session.recording(
+            ticket, response.status_code, response.headers.multi_items()
+        )
+        stream = stream_classes(self._module)[0](response, recording)
+        return self._streamed(request, response, stream)
 
     async def handle_async_request(self, request: Any) -> Any:
         __tracebackhide__ = True
         body = bytes(await request.aread())
         ticket = self._ticket(request, body)
-        reply = ticket.reply
-        if reply is None:
-            upstream = self._upstream(asynchronous=True)
-            response = await upstream.handle_async_request(self._outgoing(request, upstream))
-            try:
-                content = bytes(await response.aread())
-            finally:
-                await response.aclose()
-            reply = self.session.complete(
-                ticket, response.status_code, response.headers.multi_items(), content
-            )
-        return self._reply(request, reply)
+        if ticket.reply is not None:
+            return self._reply(request, ticket.reply)
+        upstream = self._upstream(asynchronous=True)
+        response = await upstream.handle_async_request(self._outgoing(request, upstream))
+        recording = self.session.recording(
+            ticket, response.status_code, response.headers.multi_items()
+        )
+        stream = stream_classes(self._module)[1](response, recording)
+        return self._streamed(request, response, stream)
 
     def close(self) -> None:
         return None
 
     async def aclose(self) -> None:
         return None
+
+
+class _SyncRecorded:
+    """A forwarded answer's body for a sync client: each chunk handed over as it arrives, and
+    fed to its recording; closing it (the client read enough) ends the recording there."""
+
+    def __init__(self, response: Any, recording: Recording) -> None:
+        self._response = response
+        self._recording = recording
+
+    def __iter__(self) -> Iterator[bytes]:
+        chunks = iter(self._response.iter_bytes())
+        while True:
+            try:
+                chunk = next(chunks)
+            except StopIteration:
+                break
+            except BaseException:
+                self._recording.abandon()  # the upstream failed: nothing is stored
+                raise
+            self._recording.feed(chunk)
+            yield chunk
+        self._recording.end()
+
+    def close(self) -> None:
+        try:
+            self._response.close()
+        finally:
+            self._recording.end()
+
+
+class _AsyncRecorded:
+    """The same for an async client."""
+
+    def __init__(self, response: Any, recording: Recording) -> None:
+        self._response = response
+        self._recording = recording
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        chunks = self._response.aiter_bytes()
+        while True:
+            try:
+                chunk = await chunks.__anext__()
+            except StopAsyncIteration:
+                break
+            except BaseException:
+                self._recording.abandon()
+                raise
+            self._recording.feed(chunk)
+            yield chunk
+        self._recording.end()
+
+    async def aclose(self) -> None:
+        try:
+            await self._response.aclose()
+        finally:
+            self._recording.end()
+
+
+_STREAMS: dict[str, tuple[type[Any], type[Any]]] = {}
+
+
+def stream_classes(module: Any) -> tuple[type[Any], type[Any]]:
+    """The recorded-body stream classes (sync, async) of an `httpx`-like module."""
+    name = module.__name__
+    if name not in _STREAMS:
+        _STREAMS[name] = (
+            type("RecordedStream", (_SyncRecorded, module.SyncByteStream), {}),
+            type("AsyncRecordedStream", (_AsyncRecorded, module.AsyncByteStream), {}),
+        )
+    return _STREAMS[name]
 
 
 _CLASSES: dict[str, type[Any]] = {}
@@ -209,7 +292,7 @@ _SDK_ERRORS: Final = (("anthropic", "AnthropicError"), ("openai", "OpenAIError")
 _SURFACED: dict[tuple[type[Any], ...], type[Any]] = {}
 
 
-def _surfaced(error: CaptureError) -> CaptureError:
+def surfaced(error: CaptureError) -> CaptureError:
     """`error` as an instance that also derives from the loaded SDKs' base errors.
 
     The SDKs wrap any other transport exception in a connection error and retry it with

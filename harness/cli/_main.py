@@ -4,7 +4,8 @@ Exit codes (the same for every subcommand):
   0  everything checked is as recorded (or the command did what it was asked)
   1  drift or another finding: the report says which block, where, and what it costs
   2  bad input or usage: an unreadable, corrupt or foreign file, an unsafe name, a bad argument, a
-     write refused under CI or one that failed; one line names the file and what to do
+     write refused under CI or one that failed, a provider plugin that raises; one line names
+     the file (or the provider) and what to do
 
 The commands work on the user's `fixtures/` (or the folders given) and say so when there is none;
 only `harness demo` uses the scenarios shipped with the harness. Everything printed goes through
@@ -38,6 +39,7 @@ from harness.cli._lint import fail_on as fail_on_option
 from harness.cli._output import err
 from harness.cli.init._command import HELP as INIT_HELP
 from harness.cli.init._command import add_arguments as init_arguments
+from harness.providers._registry import strict_providers
 
 # -- entry point ---------------------------------------------------------------------------------
 
@@ -167,7 +169,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"refusing to write under CI ({found.describe()}): CI never writes; run it"
                 " locally and commit the result"
             )
-        return int(args.fn(args))
+        with strict_providers():  # a provider that raises: one line and exit 2, not a verdict
+            return int(args.fn(args))
     except HarnessError as error:  # every error a user can cause: one line, its exit code
         err(one_line(f"{command}: {error}"))
         return error.exit_code

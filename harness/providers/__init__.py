@@ -27,8 +27,9 @@ from harness.providers._registry import (
     recognised_host,
     register_provider,
     registered_providers,
-    split_with,
+    split_by_provider,
     unregister_provider,
+    usage_of,
 )
 
 __all__ = [
@@ -68,8 +69,7 @@ def split_request(
     body: Mapping[str, Any], *, url: str | None = None, headers: Headers | None = None
 ) -> RequestSplit | None:
     """The request in its provider's cache order, or None when no provider recognises it."""
-    provider = provider_for(body, url)
-    return None if provider is None else split_with(provider, body, header_pairs(headers), url)
+    return split_by_provider(body, header_pairs(headers), url)
 
 
 def view_of_body(
@@ -83,4 +83,4 @@ def view_of_body(
 def cache_usage(provider: str, response: Any) -> CacheUsage | None:
     """The cache hit signal of a decoded response to a request of `provider`."""
     found = provider_named(provider)
-    return None if found is None else found.usage(response)
+    return None if found is None else usage_of(found, response)

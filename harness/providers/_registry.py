@@ -13,16 +13,25 @@ or from its own package's metadata, in the entry-point group `harness.providers`
 names a `Provider` instance, or a class the registry instantiates). Registered providers are
 asked before the built-in ones, in registration order (entry points by name), so one may take
 over a host or a path from a built-in provider; registering a name again replaces it.
+
+Each provider is isolated at use: one that raises in `claims`, `split`, `hosts` or `usage` is
+skipped from then on (registering it again gives it another chance), with a `ProviderWarning`
+naming it, and the request goes to the next provider that claims it, so a broken plugin cannot
+take capture down for every provider. Where a skipped provider would make the answer unsure
+(the CLI's `harness check`: a cassette the broken one should have judged), `strict_providers()`
+turns the failure into `ProviderFailed`, one line and exit 2.
 """
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from importlib.metadata import entry_points
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
-from harness._errors import UsageError
+from harness._errors import HarnessError, UsageError, one_line
 from harness._reasons import declare
 from harness._views import RequestSplit
 from harness.providers._anthropic import AnthropicMessages
@@ -47,8 +56,53 @@ _registered: dict[str, Provider] = {}
 _entry_points_loaded = False
 
 
+_NO_HOSTS: Final[tuple[str, ...]] = ()
+_broken: dict[str, str] = {}  # provider name -> what it raised (skipped until registered again)
+_strict: ContextVar[bool] = ContextVar("harness_strict_providers", default=False)
+T = TypeVar("T")
+
+
 class ProviderWarning(UserWarning):
-    """An installed `harness.providers` entry point could not be loaded; it is skipped."""
+    """A provider could not be loaded (an installed `harness.providers` entry point), or raised
+    when used; it is skipped."""
+
+
+class ProviderFailed(HarnessError):
+    """A provider raised when used, where skipping it would make the answer unsure (the CLI)."""
+
+
+@contextmanager
+def strict_providers() -> Iterator[None]:
+    """Inside, a provider that raises is a `ProviderFailed` (one line, exit 2), not a warning."""
+    token = _strict.set(True)
+    try:
+        yield
+    finally:
+        _strict.reset(token)
+
+
+def broken_providers() -> dict[str, str]:
+    """The providers skipped because they raised, with what they raised."""
+    return dict(_broken)
+
+
+def guarded(provider: Provider, part: str, fallback: T, call: Callable[..., T], *args: Any) -> T:
+    """`call(*args)`, a part of `provider`; if it raises, the provider is skipped from then on (a
+    `ProviderWarning`, or `ProviderFailed` under `strict_providers`) and `fallback` is returned."""
+    try:
+        return call(*args)
+    except Exception as error:
+        name = getattr(provider, "name", type(provider).__name__)
+        message = one_line(
+            f"provider {name!r} raised {type(error).__name__} in {part}: {error}; it is skipped"
+            " (fix the plugin that registers it, or uninstall it)"
+        )
+        if _strict.get():
+            raise ProviderFailed(message) from None
+        if name not in _broken:
+            _broken[name] = message
+            warnings.warn(ProviderWarning(message), stacklevel=2)
+        return fallback
 
 
 def register_provider(provider: Provider | type[Any] | Any) -> Provider:
@@ -71,6 +125,7 @@ def register_provider(provider: Provider | type[Any] | Any) -> Provider:
         raise UsageError(f"{instance!r} is not a provider: its `name` must be a string")
     _registered.pop(instance.name, None)
     _registered[instance.name] = instance
+    _broken.pop(instance.name, None)
     _declare(instance)
     return instance
 
@@ -78,6 +133,7 @@ def register_provider(provider: Provider | type[Any] | Any) -> Provider:
 def unregister_provider(name: str) -> None:
     """Remove a registered provider (built-in providers stay)."""
     _registered.pop(name, None)
+    _broken.pop(name, None)
     for provider in _BUILT_IN:
         if provider.name == name:
             _declare(provider)
@@ -85,10 +141,10 @@ def unregister_provider(name: str) -> None:
 
 def registered_providers() -> tuple[Provider, ...]:
     """Every provider in the order they are asked: registered ones first, then the built-ins
-    that no registered provider of the same name replaces."""
+    that no registered provider of the same name replaces (those that raised are skipped)."""
     _load_entry_points()
     built_in = tuple(p for p in _BUILT_IN if p.name not in _registered)
-    return (*_registered.values(), *built_in)
+    return tuple(p for p in (*_registered.values(), *built_in) if p.name not in _broken)
 
 
 def provider_named(name: str) -> Provider | None:
@@ -97,7 +153,10 @@ def provider_named(name: str) -> Provider | None:
 
 def provider_for(body: Mapping[str, Any], url: str | None = None) -> Provider | None:
     """The first provider that claims `body` (sent to `url`), or None."""
-    return next((p for p in registered_providers() if p.claims(body, url)), None)
+    return next(
+        (p for p in registered_providers() if guarded(p, "claims", False, p.claims, body, url)),
+        None,
+    )
 
 
 def split_with(
@@ -110,9 +169,33 @@ def split_with(
     return provider.split_url(body, headers, url)
 
 
+def split_by_provider(
+    body: Mapping[str, Any], headers: Sequence[tuple[str, str]], url: str | None
+) -> RequestSplit | None:
+    """The split of the first provider that claims `body` and splits it without raising."""
+    for provider in registered_providers():
+        if not guarded(provider, "claims", False, provider.claims, body, url):
+            continue
+        split = guarded(provider, "split", None, split_with, provider, body, headers, url)
+        if split is not None:
+            return split
+    return None
+
+
+def usage_of(provider: Provider, response: Any) -> Any:
+    """`provider.usage(response)`, guarded."""
+    return guarded(provider, "usage", None, provider.usage, response)
+
+
 def provider_hosts() -> tuple[str, ...]:
     """Every host pattern some provider answers on, in the order providers are asked."""
-    return tuple(dict.fromkeys(host for p in registered_providers() for host in hosts_of(p)))
+    return tuple(
+        dict.fromkeys(
+            host
+            for p in registered_providers()
+            for host in guarded(p, "hosts", _NO_HOSTS, hosts_of, p)
+        )
+    )
 
 
 def recognised_host(host: str) -> bool:

@@ -8,8 +8,9 @@ controller that acts on reports (`_controller`), the `pytest_harness_configure` 
 and every summary line (`_summary`).
 
 Writing: only `record`, `update` and `update-new-only` write, never under CI, and always on the
-controller process: a test hands the files it wants written to its report (`user_properties`), and
-the controller writes them atomically, so `-n 2` cannot interleave a file.
+controller process: a test hands the files it wants written to its teardown report (an attribute
+of its own, never `user_properties`, which `--junitxml` writes), and the controller writes them
+atomically, so `-n 2` cannot interleave a file.
 """
 
 from __future__ import annotations
@@ -22,15 +23,19 @@ from typing import Any
 
 import pytest
 
+from harness import _printer
 from harness._ci import detect_ci
 from harness._paths import FIXTURES
 from harness._record_mode import RecordMode
 from harness.pytest_plugin._api import (
+    MESSAGES_ATTRIBUTE,
     PROP_MOVES,
     AgentHarness,
     RegistrationShuffle,
     fail,
+    messages_of,
     moves_header_reason,
+    send,
 )
 from harness.pytest_plugin._capture import SESSION as CAPTURE_SESSION
 from harness.pytest_plugin._capture import drift_first, gate
@@ -48,7 +53,7 @@ from harness.pytest_plugin._fixtures import header_snapshot as header_snapshot
 from harness.pytest_plugin._fixtures import prove_stable as prove_stable
 from harness.pytest_plugin._fixtures import registration_shuffle as registration_shuffle
 from harness.pytest_plugin._hooks import Registrar
-from harness.pytest_plugin._state import CALL_FAILED, DEFAULT_SHUFFLE, STATE, RunState, state_from
+from harness.pytest_plugin._state import CALL_PASSED, DEFAULT_SHUFFLE, STATE, RunState, state_from
 from harness.pytest_plugin._unused import DELETE_FLAG, Verdict, after_run
 
 __all__ = ["AgentHarness", "RegistrationShuffle", "RunState", "moves_header_reason"]
@@ -160,6 +165,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "harness_capture_config for this test",
     )
     settings = state_from(config)
+    _printer.reset()  # a new run: the words of an earlier in-process run are not this project's
     if config.getoption("harness_delete_unused") and not settings.mode.writes:
         raise pytest.UsageError(
             f"harness: {DELETE_FLAG} deletes files, and --harness-mode={settings.mode} never"
@@ -237,14 +243,18 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     except pytest.UsageError as error:
         fail(str(error))
     if reason is not None:
-        item.user_properties.append((PROP_MOVES, reason))
+        send(item, PROP_MOVES, reason)
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     report = yield
+    if report.when == "teardown":  # the controller's messages ride here (see `_api.send`)
+        messages = messages_of(item)
+        if messages:
+            setattr(report, MESSAGES_ATTRIBUTE, messages)
     if report.when == "call":
-        item.stash[CALL_FAILED] = report.failed
+        item.stash[CALL_PASSED] = report.passed  # skipped and xfailed calls did not pass
         if report.failed and call.excinfo is not None and not item.config.option.fulltrace:
             text = drift_first(call.excinfo)  # the report before the SDK's stack frames
             if text is not None:

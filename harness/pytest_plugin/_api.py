@@ -8,8 +8,11 @@
 - `RegistrationShuffle` (`registration_shuffle`): seeded orders for this test, and
   `assert_stable(build, units)`.
 
-Tests never write files: they put what they want written into their report's `user_properties`
-(plain data, so it crosses pytest-xdist), and the controller writes it atomically.
+Tests never write files: they hand what they want written to the controller (`send`), which
+writes it atomically. The messages ride on the test's teardown report as one attribute
+(`MESSAGES_ATTRIBUTE`: plain data, so pytest-xdist carries it), never in `user_properties`,
+which `--junitxml` writes into the user's report (decision 0017); the controller takes the
+attribute off the report before any other plugin sees it.
 """
 
 from __future__ import annotations
@@ -34,13 +37,32 @@ if TYPE_CHECKING:
 
 U = TypeVar("U")
 
-# user_properties keys: how tests talk to the controller (they cross xdist as plain data)
+# Message keys: how tests talk to the controller (plain data, it crosses xdist)
 PROP_WRITE: Final = "harness_write"
 PROP_DRIFT: Final = "harness_drift"
 PROP_USED: Final = "harness_fixture_used"
 PROP_MOVES: Final = "harness_moves_header"
 PROP_CHAIN: Final = "harness_prefix_chain"  # a captured test's gate: coverage, moves, exemption
 PROP_FINDINGS: Final = "harness_rule_findings"  # a captured test's cache-rule findings
+PROP_PRINTED: Final = "harness_printed"  # the worker printer's words (`_printer.exported`)
+# The teardown report's attribute that carries a test's messages to the controller.
+MESSAGES_ATTRIBUTE: Final = "harness_messages"
+MESSAGES = pytest.StashKey[list[tuple[str, Any]]]()  # on an item: its messages so far
+
+
+def send(item: pytest.Item, key: str, value: Any) -> None:
+    """Hand the controller a message about this test (it reads them from the teardown report)."""
+    item.stash.setdefault(MESSAGES, []).append((key, value))
+
+
+def messages_of(item: pytest.Item) -> list[list[Any]]:
+    """The test's messages as the teardown report carries them, with the printer's words when
+    this process learnt any (the controller's printer must redact what the worker's did)."""
+    messages = [[key, value] for key, value in item.stash.get(MESSAGES, [])]
+    words = _printer.exported()
+    if any(words.values()):
+        messages.append([PROP_PRINTED, words])
+    return messages
 
 
 shown = _printer.shown  # a message as a test failure prints it
@@ -76,26 +98,23 @@ def queue_write(item: pytest.Item, files: Sequence[FileContents]) -> None:
         except HarnessError as error:
             fail(str(error))
     for path, data in files:
-        item.user_properties.append(
-            (PROP_WRITE, {"path": str(path), "data": base64.b64encode(data).decode("ascii")})
-        )
+        send(item, PROP_WRITE, {"path": str(path), "data": base64.b64encode(data).decode("ascii")})
 
 
 def queue_drift(item: pytest.Item, message: str, markdown: str, seed: int) -> None:
     """Tell the controller this test found drift (for the summary and CI annotations)."""
     path, line, _ = item.location
-    item.user_properties.append(
-        (
-            PROP_DRIFT,
-            {
-                "nodeid": item.nodeid,
-                "message": _printer.redact(message),
-                "markdown": _printer.redact(markdown),
-                "seed": seed,
-                "file": path,
-                "line": (line or 0) + 1,
-            },
-        )
+    send(
+        item,
+        PROP_DRIFT,
+        {
+            "nodeid": item.nodeid,
+            "message": _printer.redact(message),
+            "markdown": _printer.redact(markdown),
+            "seed": seed,
+            "file": path,
+            "line": (line or 0) + 1,
+        },
     )
 
 
@@ -121,7 +140,7 @@ class AgentHarness:
         count = shuffle if shuffle is not None else self.settings.shuffle
         try:
             folder, declared = self._resolve(scenario)
-            self.item.user_properties.append((PROP_USED, str(folder.resolve())))
+            send(self.item, PROP_USED, str(folder.resolve()))
             checked = check_scenario(
                 folder,
                 declared,

@@ -7,8 +7,9 @@
   to the controller; an error, or a rule `harness_fail_on` names, fails the test).
 - `finish`: at the end of the test, the prefix-chain gate (on by default, exempted by
   `moves_header(reason=...)`), replay errors the code under test swallowed, and the cassette to
-  write; a test that failed writes nothing. Drift reaches the controller (the `header drift`
-  summary, the GitHub step summary, `::error` annotations) through `queue_drift`.
+  write; only a test that passed (setup, call and teardown) writes. Drift reaches the
+  controller (the `header drift` summary, the GitHub step summary, `::error` annotations)
+  through `queue_drift`.
 - `drift_first`: the failure text of a capture error raised through an SDK: the drift report
   first, then only the frames of the project's own code (pytest's `--full-trace` shows all).
 - `intercepting`: the marked test's interception, or one line on what to install.
@@ -38,6 +39,7 @@ from harness.pytest_plugin._api import (
     moves_header_reason,
     queue_drift,
     queue_write,
+    send,
     shown,
 )
 from harness.pytest_plugin._state import RunState
@@ -89,7 +91,8 @@ def session_for(
     except (FixtureError, HarnessError) as error:
         fail(f"harness: {error}")
     session.moves_header = moves_header_reason(item)
-    item.user_properties.append((PROP_USED, str(session.cassette)))
+    session.test = item.nodeid
+    send(item, PROP_USED, str(session.cassette))
     item.stash[SESSION] = session
     return session
 
@@ -233,26 +236,27 @@ def rule_findings(item: pytest.Item, session: CaptureSession, settings: RunState
         offset += len(segment)
     if found:
         path, line, _ = item.location
-        item.user_properties.append(
-            (
-                PROP_FINDINGS,
-                [
-                    {
-                        **msgspec.to_builtins(finding),
-                        "nodeid": item.nodeid,
-                        "path": path,
-                        "line": (line or 0) + 1,
-                    }
-                    for finding in found
-                ],
-            )
+        send(
+            item,
+            PROP_FINDINGS,
+            [
+                {
+                    **msgspec.to_builtins(finding),
+                    "nodeid": item.nodeid,
+                    "path": path,
+                    "line": (line or 0) + 1,
+                }
+                for finding in found
+            ],
         )
     return found
 
 
-def finish(item: pytest.Item, session: CaptureSession, settings: RunState, *, failed: bool) -> None:
+def finish(item: pytest.Item, session: CaptureSession, settings: RunState, *, passed: bool) -> None:
     """At teardown: report replay drift, count the gate's coverage, and hand over the cassette
-    unless the test failed (a failed test writes nothing)."""
+    when the test's call passed (a test that failed, skipped or failed as expected holds a
+    partial conversation: it writes nothing; the controller also withholds the write when the
+    setup or the teardown did not pass)."""
     finished = session.finish()  # SecretLeak propagates: the test errors, no write
     seed = settings.seed_for(item.nodeid)
     for error in _distinct(session.errors):
@@ -261,24 +265,23 @@ def finish(item: pytest.Item, session: CaptureSession, settings: RunState, *, fa
             queue_drift(item, str(error).splitlines()[0], markdown or str(error), seed)
     moved = len(finished.prefix_breaks) if session.config.prefix_chain else 0
     record_chain(item, session, moved=moved)
-    if not failed:
+    if passed:
         queue_write(item, finished.files)
 
 
 def record_chain(item: pytest.Item, session: CaptureSession, *, moved: int) -> None:
     """Tell the controller what the gate saw in this test (plain data, it crosses xdist)."""
     chain = session.prefix_chain()
-    item.user_properties.append(
-        (
-            PROP_CHAIN,
-            {
-                "seen": dict(chain.seen),
-                "judged": dict(chain.judged),
-                "unrecognised": chain.unrecognised,
-                "moved": moved,
-                "exempt": session.moves_header,
-            },
-        )
+    send(
+        item,
+        PROP_CHAIN,
+        {
+            "seen": dict(chain.seen),
+            "judged": dict(chain.judged),
+            "unrecognised": chain.unrecognised,
+            "moved": moved,
+            "exempt": session.moves_header,
+        },
     )
 
 

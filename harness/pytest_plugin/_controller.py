@@ -1,11 +1,14 @@
 """The plugin's controller: the one process (no xdist, or xdist's main one) that acts on reports.
 
-Tests talk to it through their reports' `user_properties` (plain data, it crosses xdist): files
-to write, drift found, recordings used, `moves_header` reasons, the prefix chain's coverage. It
-writes atomically, and only in a writing mode outside CI; two tests asking for different bytes
-in one file (two scenarios owning one pin) keep the first and report the second. It also keeps
-in the run state what decides which recordings the run proved unused
-(`harness.pytest_plugin._unused`).
+Tests talk to it through an attribute of their teardown reports (`_api.send`: plain data, it
+crosses xdist; taken off the report first, so `--junitxml` and other report writers never see
+it): files to write, drift found, recordings used, `moves_header` reasons, the prefix chain's
+coverage, and the words the worker's printer redacts. It writes atomically, and only in a
+writing mode outside CI, and only for a test whose setup, call and teardown all passed (a test
+stopped halfway holds a partial recording: its files are withheld, and the summary says so);
+two tests asking for different bytes in one file (two scenarios owning one pin) keep the first
+and report the second. It also keeps in the run state what decides which recordings the run
+proved unused (`harness.pytest_plugin._unused`).
 """
 
 from __future__ import annotations
@@ -18,13 +21,16 @@ from typing import Any
 
 import pytest
 
+from harness import _printer
 from harness._ci import writes_allowed
 from harness._errors import HarnessError
 from harness.pytest_plugin._api import (
+    MESSAGES_ATTRIBUTE,
     PROP_CHAIN,
     PROP_DRIFT,
     PROP_FINDINGS,
     PROP_MOVES,
+    PROP_PRINTED,
     PROP_USED,
     PROP_WRITE,
 )
@@ -41,14 +47,19 @@ class Controller:
     def __init__(self, state: RunState) -> None:
         self.state = state
 
+    @pytest.hookimpl(tryfirst=True)  # before junitxml and report logs see the report
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         state = self.state
+        messages = report.__dict__.pop(MESSAGES_ATTRIBUTE, None) or ()
         state.outcome(report.nodeid, report.when, report.outcome, hasattr(report, "wasxfail"))
-        if report.when != "teardown":  # the teardown report carries every property of the test
-            return
+        clean = state.writes_of(report.nodeid) if report.when == "teardown" else False
         value: Any
-        for key, value in report.user_properties:
-            if key == PROP_WRITE and state.mode.writes and writes_allowed():
+        for key, value in messages:  # only a teardown report carries them
+            if key == PROP_PRINTED:
+                _printer.imported(value)
+            elif key == PROP_WRITE and not clean:
+                state.withheld.append(f"{value['path']}: {report.nodeid} did not pass")
+            elif key == PROP_WRITE and state.mode.writes and writes_allowed():
                 self._write(Path(value["path"]), base64.b64decode(value["data"]), report.nodeid)
             elif key == PROP_DRIFT:
                 state.drifts.append(value)
@@ -80,10 +91,16 @@ class Controller:
 
     def pytest_deselected(self, items: Sequence[pytest.Item]) -> None:
         self.state.deselected += len(items)
+        self.state.deselected_ids.update(item.nodeid for item in items)
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:
             self.state.collection_errors += 1
+        elif report.skipped:  # importorskip, skip(allow_module_level=True): none of it ran
+            self.state.skipped_modules.append(report.nodeid)
+        self.state.found.update(
+            item.nodeid for item in report.result or () if isinstance(item, pytest.Item)
+        )
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.state.collected.update(item.nodeid for item in session.items)

@@ -19,7 +19,7 @@ from harness._distribution import install_command
 from harness._errors import HarnessError
 from harness.pytest_plugin._api import AgentHarness, RegistrationShuffle, fail, report_drift
 from harness.pytest_plugin._capture import MARKER, finish, intercepting, rules_for, session_for
-from harness.pytest_plugin._state import CALL_FAILED, STATE, RunState
+from harness.pytest_plugin._state import CALL_PASSED, STATE, RunState
 
 __all__ = [
     "agent_harness",
@@ -80,7 +80,7 @@ def header_capture(
     session = session_for(item, settings, upstream=harness_upstream, config=harness_capture_config)
     with rules_for(settings, session):  # the project's rules rows, for the whole test
         yield session
-        finish(item, session, settings, failed=item.stash.get(CALL_FAILED, False))
+        finish(item, session, settings, passed=item.stash.get(CALL_PASSED, False))
 
 
 @pytest.fixture(autouse=True)

@@ -23,7 +23,7 @@ from harness._ci import detect_ci
 from harness._errors import UsageError
 from harness._record_mode import RecordMode
 
-__all__ = ["CACHE_KEY", "CALL_FAILED", "DEFAULT_SHUFFLE", "STATE", "RunState", "state_from"]
+__all__ = ["CACHE_KEY", "CALL_PASSED", "DEFAULT_SHUFFLE", "STATE", "RunState", "state_from"]
 
 CACHE_KEY: Final = "harness/seed"
 DEFAULT_SHUFFLE: Final = 8
@@ -63,6 +63,11 @@ class RunState:
     collection_errors: int = 0
     left_out: list[str] = field(default_factory=list)  # test files pytest was told to ignore
     deselected: int = 0
+    deselected_ids: set[str] = field(default_factory=set)
+    skipped_modules: list[str] = field(default_factory=list)  # skipped at collection
+    found: set[str] = field(default_factory=set)  # node ids the collectors reported
+    unclean: set[str] = field(default_factory=set)  # tests with a phase that did not pass, so far
+    withheld: list[str] = field(default_factory=list)  # files a test that did not pass asked for
     # the cache rules: the project's choices (ini values, read as given; parsed on first use)
     fail_on: str = ""  # harness_fail_on
     rules_file: str = ""  # harness_rules (default: harness-rules.json at the rootdir)
@@ -75,6 +80,15 @@ class RunState:
             self.ran.add(nodeid)
         if outcome == "failed" or (outcome == "skipped" and nodeid not in self.not_passed):
             self.not_passed[nodeid] = "expected to fail" if xfail else outcome
+        if outcome != "passed":
+            self.unclean.add(nodeid)
+
+    def writes_of(self, nodeid: str) -> bool:
+        """Whether the test may write (asked at its teardown report): only a test whose setup,
+        call and teardown all passed writes (a test stopped halfway holds a partial recording)."""
+        clean = nodeid not in self.unclean
+        self.unclean.discard(nodeid)
+        return clean
 
     def seed_for(self, nodeid: str) -> int:
         return zlib.crc32(f"{self.seed}:{nodeid}".encode())
@@ -168,4 +182,6 @@ def _resolve_seed(config: pytest.Config) -> tuple[int, str]:
 
 
 STATE = pytest.StashKey[RunState]()  # on the config: the run's state
-CALL_FAILED = pytest.StashKey[bool]()  # on an item: its call phase failed (nothing is written)
+# On an item: its call phase passed. Absent when setup failed or skipped (the call never ran);
+# False when the call failed, skipped or failed as expected (`xfail`): then nothing is written.
+CALL_PASSED = pytest.StashKey[bool]()

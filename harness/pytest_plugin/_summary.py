@@ -63,6 +63,8 @@ def write_summary(
         write(f"wrote {path}")
     for problem in s.unwritten:
         write(f"could not write {problem}", red=True)
+    for withheld in s.withheld:
+        write(f"not written (only a test that passes writes): {withheld}", yellow=True)
     for location, variable in refused:
         write(
             f"kept header snapshot {location}: syrupy would delete it, and CI never deletes"

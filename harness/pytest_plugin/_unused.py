@@ -13,7 +13,9 @@ when the run proved them unused:
   test file left out by `--ignore`, `collect_ignore` or a hook, no collection error, and not
   under pytest-xdist (whose workers' deselections the controller does not see);
 - every collected test ran and passed: a skipped, failed, errored or expected-to-fail test may
-  use any recording, so one of them keeps all;
+  use any recording, so one of them keeps all; so does a module skipped at collection
+  (`pytest.importorskip`, `skip(allow_module_level=True)`) and a test collected yet not run (a
+  hook removed it from the run without reporting it deselected);
 - the run was not stopped early;
 - with `harness_collect`, scenario folders are tests themselves and are never deleted by this
   rule (only unused cassettes are);
@@ -130,6 +132,7 @@ def judge_unused(
     used = record.used
     unused = [p for p in candidates if str(p.resolve()) not in used]
     complete = not narrowed and not record.deselected and not record.left_out
+    complete = complete and not record.skipped_modules and record.found <= record.collected
     if not asked:
         return Verdict(unused, complete, False, [])
     kept = list(narrowed)
@@ -139,6 +142,15 @@ def judge_unused(
         kept.append(f"pytest left out {', '.join(record.left_out[:3])}")
     if record.collection_errors:
         kept.append(f"{record.collection_errors} file(s) could not be collected")
+    for module in record.skipped_modules[:3]:
+        kept.append(f"{module} was skipped at collection: its tests may use any recording")
+    dropped = sorted(record.found - record.collected - record.deselected_ids)
+    if dropped:
+        others = f" and {len(dropped) - 1} more" if len(dropped) > 1 else ""
+        kept.append(
+            f"{dropped[0]}{others} collected, yet not run (removed from the run by a hook):"
+            " a test that did not run may use any recording"
+        )
     missing = sorted(record.collected - record.ran)
     if stopped or missing:
         kept.append("the run stopped before every test ran")

@@ -57,14 +57,16 @@ def test_decoding_what_the_harness_wrote_is_the_strict_decode(
     data: bytes, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fast = _decoded_or_error(data)
-    monkeypatch.setattr(files, "_opening", lambda tag: b"\0")  # no file opens so: the slow path
+    monkeypatch.setattr(
+        files, "_opening", lambda tag, version: b"\0"
+    )  # no file opens so: the slow path
     assert fast == _decoded_or_error(data)
 
 
 def test_a_repeated_format_key_is_refused_on_the_fast_path_too() -> None:
     """The bug the format check exists for: the typed decode alone takes the last "format"."""
     data = _WRITTEN.replace(b'"scenario": "s"', b'"scenario": "s",\n  "format": 2')
-    assert data.startswith(files._opening("harness/log"))
+    assert data.startswith(files._opening("harness/log", 1))
     assert msgspec.json.decode(data, type=LogFile).format == 2  # what a bare decode accepts
     with pytest.raises(FixtureError, match="has format version 2"):
         files.decode(data, LogFile, "log.json")

@@ -1,1 +1,11 @@
-"""Reliability and security suite (issue 7): bad input, atomic writes, names, secrets, fuzzing."""
+"""Reliability and security suite (issue 7): bad input, atomic writes, names, secrets, fuzzing.
+
+Every promise of docs/guarantees.md under attack. Issue 24's second round, one attack per file:
+printed secrets and junitxml plumbing (1, 13) `test_printed_secrets`; the prefix-chain gate's key
+order and growing system (2, 3) `test_prefix_gate`; a skipped module's recordings (4)
+`test_unused_recordings`; partial recordings (5) `test_partial_recordings`; every cassette checked
+(6) `test_check_cassettes`; streams while recording (7) `test_streaming_capture`; lingering work
+(8) `test_lingering_work`; a broken provider plugin (9) `test_provider_isolation`; stream deltas
+per channel and any `Authorization` scheme (10, 11) `test_secret_property`; `harness init` on odd
+folders (12) `test_init_folders`; one cassette order and its timing (14) `test_concurrent_order`.
+"""

@@ -239,9 +239,10 @@ def test_an_unreadable_scenario_folder_is_reported(
 
 
 def test_folders_that_hold_no_recording_are_not_scenarios(project: Path, cli: Cli) -> None:
-    """The cassettes folder, notes, and empty folders beside the scenarios are not reported."""
+    """The cassettes folder, notes, and empty folders beside the scenarios are not reported (a
+    file in the cassettes folder is read as a cassette: `test_check_cassettes.py`)."""
     (project / "fixtures/cassettes/tests").mkdir(parents=True)
-    (project / "fixtures/cassettes/tests/test_x.json").write_text("{}")
+    (project / "fixtures/cassettes/tests/.gitkeep").write_text("")
     (project / "fixtures/notes").mkdir()
     (project / "fixtures/notes/README.md").write_text("about the fixtures\n")
     (project / "fixtures/empty").mkdir()

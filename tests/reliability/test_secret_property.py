@@ -5,11 +5,15 @@ Before, 9 of 9 reached a cassette: a gzip-compressed or non-UTF-8 request body (
 a key streamed back in small server-sent-event deltas, a JSON-escaped key (`\\u0073k-ant-...`),
 query names such as `auth`, `refresh_token` or `X-Amz-Signature`, and key shapes with no pattern
 (Groq `gsk_`, xAI `xai-`, Hugging Face `hf_`, Stripe `sk_live_`). The scan now reads what each body
-says once decoded, and every report, excerpt and message is redacted.
+says once decoded, and every report, excerpt and message is redacted. Issue 24 added streams
+joined in arrival order across channels: a key in one choice of an `n=2` stream, in one of two
+interleaved tool calls or content blocks, in multi-line `data:` fields, in Gemini's JSON-array
+stream and in an NDJSON stream, each joined per channel now.
 """
 
 from __future__ import annotations
 
+import base64
 import gzip
 import json
 import string
@@ -228,6 +232,73 @@ def bedrock_stream(secret: str) -> httpx2.Response:
     )
 
 
+def _pieces(secret: str) -> list[str]:
+    return [secret[i : i + 3] for i in range(0, len(secret), 3)]
+
+
+def _sse(payloads: list[Any]) -> httpx2.Response:
+    body = "".join(f"data: {json.dumps(p)}\n\n" for p in payloads) + "data: [DONE]\n\n"
+    return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=body)
+
+
+def interleaved_choices(secret: str) -> httpx2.Response:
+    """OpenAI Chat with n=2: the key in choice 0, choice 1 sending between each of its deltas."""
+    chunks = []
+    for piece in _pieces(secret):
+        for index, text in ((0, piece), (1, "la")):
+            chunks.append({"choices": [{"index": index, "delta": {"content": text}}]})
+    return _sse(chunks)
+
+
+def interleaved_tool_arguments(secret: str) -> httpx2.Response:
+    """Two parallel tool calls whose `arguments` stream interleaved, the key in the second."""
+    chunks = []
+    for piece in ['{"key": "', *_pieces(secret), '"}']:
+        for index, text in ((0, '{"q"'), (1, piece)):
+            call = {"index": index, "function": {"arguments": text}}
+            chunks.append({"choices": [{"index": 0, "delta": {"tool_calls": [call]}}]})
+    return _sse(chunks)
+
+
+def interleaved_blocks(secret: str) -> httpx2.Response:
+    """Anthropic content blocks 0 and 1 streamed in turns, the key in block 1."""
+    events = []
+    for piece in _pieces(secret):
+        for index, text in ((0, "ok "), (1, piece)):
+            delta = {"type": "text_delta", "text": text}
+            events.append({"type": "content_block_delta", "index": index, "delta": delta})
+    return _sse(events)
+
+
+def multi_line_data(secret: str) -> httpx2.Response:
+    """Each event's JSON spread over several `data:` lines, as the SSE format allows."""
+    body = ""
+    for piece in _pieces(secret):
+        event = {"type": "content_block_delta", "index": 0, "delta": {"text": piece}}
+        text = json.dumps(event, indent=1)
+        body += "".join(f"data: {line}\n" for line in text.splitlines()) + "\n"
+    return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=body)
+
+
+def gemini_array(secret: str) -> httpx2.Response:
+    """Gemini's streamGenerateContent without alt=sse: one JSON array of chunks."""
+    chunks = [
+        {"candidates": [{"index": 0, "content": {"role": "model", "parts": [{"text": piece}]}}]}
+        for piece in _pieces(secret)
+    ]
+    return httpx2.Response(200, headers={"content-type": "application/json"}, json=chunks)
+
+
+def ndjson(secret: str) -> httpx2.Response:
+    """A newline-delimited JSON stream (Ollama's /api/chat)."""
+    lines = [
+        json.dumps({"message": {"role": "assistant", "content": piece}, "done": False})
+        for piece in _pieces(secret)
+    ]
+    body = "\n".join([*lines, json.dumps({"done": True})]) + "\n"
+    return httpx2.Response(200, headers={"content-type": "application/x-ndjson"}, content=body)
+
+
 def binary_reply(secret: str) -> httpx2.Response:
     return httpx2.Response(200, content=b"\xff\xfe\x00" + secret.encode() + b"\x80")
 
@@ -238,6 +309,12 @@ RESPONSES: dict[str, Callable[[str], httpx2.Response]] = {
     "bedrock-event-stream": bedrock_stream,
     "json-escaped": escaped_reply,
     "binary": binary_reply,
+    "n2-interleaved-choices": interleaved_choices,
+    "interleaved-tool-arguments": interleaved_tool_arguments,
+    "interleaved-content-blocks": interleaved_blocks,
+    "multi-line-sse-data": multi_line_data,
+    "gemini-json-array": gemini_array,
+    "ndjson": ndjson,
 }
 
 
@@ -294,6 +371,82 @@ def test_a_key_anywhere_in_a_response_is_never_written(
     with pytest.raises(SecretLeak) as caught:
         session.finish()
     assert_nowhere(secret, str(caught.value))
+
+
+STREAMS = (
+    "n2-interleaved-choices",
+    "interleaved-tool-arguments",
+    "interleaved-content-blocks",
+    "multi-line-sse-data",
+    "gemini-json-array",
+    "ndjson",
+)
+FIXED_KEY = "sk-ant-api03-" + "Zq7Wm2" * 10 + "-AbCd"
+
+
+@pytest.mark.parametrize("how", STREAMS)
+def test_a_key_streamed_in_one_channel_among_others_is_never_written(
+    tmp_path: Path, how: str
+) -> None:
+    session = record(tmp_path, {"json": {"model": "m"}}, lambda: RESPONSES[how](FIXED_KEY))
+    with pytest.raises(SecretLeak) as caught:
+        session.finish()
+    assert "an Anthropic API key" in str(caught.value)
+    assert_nowhere(FIXED_KEY, str(caught.value))
+
+
+@pytest.mark.parametrize("how", STREAMS)
+def test_a_stream_holding_no_key_is_recorded(tmp_path: Path, how: str) -> None:
+    """The near miss: the same streams, their text no key, are written."""
+    words = "the weather in paris is sunny and mild with a light breeze from the west " * 2
+    session = record(tmp_path, {"json": {"model": "m"}}, lambda: RESPONSES[how](words))
+    assert len(session.finish().files) == 1
+
+
+OPAQUE = "opaque-credential-7f3a9c21"  # no key shape: only the header it came in names it
+
+
+@pytest.mark.parametrize(
+    ("scheme", "echoed"),
+    [
+        ("Bearer", OPAQUE),
+        ("Token", OPAQUE),
+        ("Key", OPAQUE),
+        ("token", OPAQUE),
+        ("Basic", base64.b64encode(b"ci-bot:" + OPAQUE.encode()).decode()),
+        ("Basic", "ci-bot:" + OPAQUE),
+        ("Basic", OPAQUE),
+        ("", OPAQUE),
+    ],
+)
+def test_an_echoed_authorization_credential_is_found_whatever_the_scheme(
+    tmp_path: Path, scheme: str, echoed: str
+) -> None:
+    """The credential of an `Authorization` header (defect 11 of issue 24: only `Bearer` was
+    understood), echoed into a prompt, refuses the recording; a Basic one also when its user and
+    password, or the password alone, are echoed."""
+    credential = (
+        base64.b64encode(b"ci-bot:" + OPAQUE.encode()).decode() if scheme == "Basic" else OPAQUE
+    )
+    header = f"{scheme} {credential}".strip()
+    request = {
+        "json": {"model": "m", "messages": [{"role": "user", "content": f"debug: {echoed}"}]},
+        "headers": {"authorization": header},
+    }
+    session = record(tmp_path, request, lambda: httpx2.Response(200, json={}))
+    with pytest.raises(SecretLeak) as caught:
+        session.finish()
+    assert OPAQUE not in str(caught.value)
+
+
+def test_a_short_scheme_word_alone_is_not_looked_for(tmp_path: Path) -> None:
+    """The near miss: the scheme word itself ("Token") in a prompt is no secret."""
+    request = {
+        "json": {"model": "m", "messages": [{"role": "user", "content": "Token Key Basic"}]},
+        "headers": {"authorization": f"Token {OPAQUE}"},
+    }
+    session = record(tmp_path, request, lambda: httpx2.Response(200, json={}))
+    assert len(session.finish().files) == 1
 
 
 @pytest.mark.parametrize(

@@ -202,3 +202,59 @@ def test_scenarios_collected_as_tests_are_never_deleted(pytester: pytest.Pyteste
         result = run(pytester, "--harness-mode=update", "--harness-shuffle=2", *args)
         assert result.ret == 0, result.stdout.str()
         assert tree(pytester.path / "fixtures") == before
+
+
+# -- modules skipped at collection, tests a hook removed (issue 24, defect 4) ----------------------
+
+
+@pytest.mark.parametrize(
+    "skipping",
+    [
+        "pytest.importorskip('an_sdk_this_machine_lacks')\n",
+        "pytest.skip('needs the cloud SDK', allow_module_level=True)\n",
+    ],
+    ids=["importorskip", "allow-module-level"],
+)
+def test_a_module_that_skipped_itself_keeps_its_recordings(
+    pytester: pytest.Pytester, recorded: Path, skipping: str
+) -> None:
+    """A module skipped at collection ran none of its tests: it proved nothing unused."""
+    pytester.makepyfile(test_bravo="import pytest\n" + skipping + scenario_test("bravo"))
+    pytester.makepyfile(test_calls="import pytest\n" + skipping + CAPTURE_TEST)
+    before = recordings(recorded)
+    result = run(pytester, "--harness-mode=update", "--harness-delete-unused")
+    assert result.ret == 0, result.stdout.str()
+    assert recordings(recorded) == before
+    out = result.stdout.str()
+    assert "--harness-delete-unused: kept every recording, because:" in out
+    assert "test_bravo.py was skipped at collection" in out
+
+
+def test_tests_a_hook_removed_without_deselecting_keep_their_recordings(
+    pytester: pytest.Pytester, recorded: Path
+) -> None:
+    """A conftest hook that drops items from the run without `pytest_deselected`: collected, not
+    run, so their recordings stay."""
+    pytester.makeconftest(
+        CONFTEST
+        + """
+
+def pytest_collection_modifyitems(config, items):
+    items[:] = [item for item in items if "bravo" not in item.nodeid]
+"""
+    )
+    before = recordings(recorded)
+    result = run(pytester, "--harness-mode=update", "--harness-delete-unused")
+    assert result.ret == 0, result.stdout.str()
+    assert recordings(recorded) == before
+    out = result.stdout.str()
+    assert "collected, yet not run (removed from the run by a hook)" in out
+
+
+def test_a_skipped_module_that_held_no_test_of_a_recording_lets_the_orphans_go(
+    pytester: pytest.Pytester, recorded: Path
+) -> None:
+    """The near miss: an ordinary full, passing run still deletes what it proved unused."""
+    result = run(pytester, "--harness-mode=update", "--harness-delete-unused")
+    assert result.ret == 0
+    assert "2 unused recording(s) deleted" in result.stdout.str()

@@ -4,15 +4,19 @@ The plan is made before anything is written: the pytest configuration (a new `py
 pytest would find none; an existing one is left as it is and the lines to add are printed in
 its syntax), `<tests>/conftest.py` with `harness_upstream` and `harness_capture_config`, and
 `<tests>/test_prompt_cache.py`, a proof that passes as written. If any file to write exists,
-nothing is written: one line names it (exit 2). Each file is printed, then written atomically;
-`--dry-run` prints and writes nothing. Last come the next three commands to run.
+nothing is written: one line names it (exit 2). Each file is printed, then written atomically,
+all or nothing: when one cannot be written, those written before it (and the folders made for
+them) are taken back, so "nothing was changed" is true. `--dry-run` prints and writes nothing.
+Last come the next three commands to run, every path quoted as the shell needs it.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import os
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -100,24 +104,45 @@ def init_project(
         out(f"\n--- {path} (new) ---")
         out(text.rstrip("\n"))
     out("")
-    for path, text in plan.files:
-        if dry_run:
+    if dry_run:
+        for path, _ in plan.files:
             out(f"would write {path}")
-        else:
-            write_atomic(path, text.encode("utf-8"))
+    else:
+        for path in _write_all(plan.files):
             out(f"wrote {path}")
     if importlib.util.find_spec("pytest") is None:
         out(f"\npytest is not installed here; the plugin needs it: {install_command('pytest')}")
     here = project.resolve() == Path.cwd().resolve()
-    where = "" if here else f" {project}"
+    where = "" if here else f" {shlex.quote(str(project))}"
+    proof = shlex.quote(str(plan.proof))
     out("\nnext:")
-    out(f"  pytest {plan.proof}  # passes on the example; then point build_request at your agent")
+    out(f"  pytest {proof}  # passes on the example; then point build_request at your agent")
     out(
         f"  pytest --harness-mode=record{where}  # record the tests you mark"
         " @pytest.mark.header_capture into fixtures/cassettes/"
     )
     out(f"  harness check{where}  # the CI gate on the recordings (never writes); commit fixtures/")
     return 0
+
+
+def _write_all(files: tuple[tuple[Path, str], ...]) -> list[Path]:
+    """Write every file, or none: a write that fails takes back the files written before it
+    and the folders made for them (each file is new: `plan_init` refused existing ones)."""
+    made: list[Path] = []
+    folders = [f for path, _ in files for f in (path.parent, *path.parent.parents)]
+    missing = [folder for folder in dict.fromkeys(folders) if not folder.exists()]
+    try:
+        for path, text in files:
+            write_atomic(path, text.encode("utf-8"))
+            made.append(path)
+    except BaseException:
+        for path in reversed(made):
+            path.unlink(missing_ok=True)
+        for folder in missing:  # deepest first: `folders` lists each file's parents upwards
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise
+    return made
 
 
 def _explain_config(plan: InitPlan, out: Callable[[str], None]) -> None:

@@ -64,15 +64,28 @@ def _section(header: str) -> Callable[[Path], PytestConfig | None]:
     pattern = re.compile(rf"^\s*\[\s*{re.escape(header)}\s*\]\s*$", re.MULTILINE)
 
     def probe(path: Path) -> PytestConfig | None:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = _read(path, encoding="utf-8", errors="replace")
         return PytestConfig(path, f"[{header}]", "ini") if pattern.search(text) else None
 
     return probe
 
 
+def _read(path: Path, **how: str) -> str:
+    """A configuration file's text; one line naming it when it cannot be read (pytest could not
+    read it either)."""
+    try:
+        return path.read_text(**how)
+    except OSError as error:
+        raise FixtureError(
+            path,
+            f"cannot be read: {error.strerror or error}",
+            "make it readable (pytest reads it too), then run harness init again",
+        ) from None
+
+
 def _pyproject(path: Path) -> PytestConfig | None:
     try:
-        document = tomllib.loads(path.read_text(encoding="utf-8"))
+        document = tomllib.loads(_read(path, encoding="utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
         raise FixtureError(
             path, f"is not valid TOML ({error})", "fix it, then run harness init again"
