@@ -15,8 +15,9 @@ replayed in the order they started (file order when a request has no time). For 
   previous covered boundary up to itself, at its TTL; a prefix below the minimum writes nothing;
 - uncached: the rest of the request's input.
 
-Tokens (`Tokens`): a request whose response recorded usage counts exactly that many input
-tokens, its prefixes scaled by its own tokens-to-bytes ratio; the conversation's other requests
+Tokens (`Tokens`): a request whose response recorded plausible usage (1.5 to 12 bytes a token:
+a stand-in's made-up `"input_tokens": 10` is neither used nor compared) counts exactly that many
+input tokens, its prefixes scaled by its own tokens-to-bytes ratio; the conversation's other requests
 use the ratio of the ones that recorded usage (calibration), else bytes / 4, stated as an
 uncertainty of about ±25%. `model` re-simulates under another model's rules (its minimum).
 """
@@ -204,7 +205,8 @@ def _request(
         if analysis.usage is not None and _believed(analysis.usage, lay.total)
         else round(lay.total * ratio)
     )
-    step = Step(index, timing, total, 0, {}, analysis.usage)
+    believed = _believed(analysis.usage, lay.total)  # a stand-in's made-up usage is not the word
+    step = Step(index, timing, total, 0, {}, analysis.usage if believed else None)
     if analysis.caching is None or analysis.refused:
         return step
     start = timing.start
