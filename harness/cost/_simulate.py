@@ -16,9 +16,9 @@ replayed in the order they started (file order when a request has no time). For 
 - uncached: the rest of the request's input.
 
 Tokens (`Tokens`): a request whose response recorded plausible usage (1.5 to 12 bytes a token:
-a stand-in's made-up `"input_tokens": 10` is neither used nor compared) counts exactly that many
-input tokens, its prefixes scaled by its own tokens-to-bytes ratio; the conversation's other requests
-use the ratio of the ones that recorded usage (calibration), else bytes / 4, stated as an
+a stand-in's made-up `"input_tokens": 10` is neither used nor compared) counts exactly that
+many input tokens, its prefixes scaled by its own tokens-to-bytes ratio; the conversation's other
+requests use the ratio of the ones that recorded usage (calibration), else bytes / 4, stated as an
 uncertainty of about ±25%. `model` re-simulates under another model's rules (its minimum).
 """
 
