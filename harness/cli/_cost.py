@@ -22,9 +22,9 @@ import msgspec
 from harness._paths import project_fixtures
 from harness.cli._lint import project_policy
 from harness.cli._output import out
-from harness.cost import conversations_of
 from harness.cost._cost import cost_of, totals
 from harness.cost._prices import overlay_prices, project_prices
+from harness.cost._read import conversations_of
 from harness.cost._text import breakdown, money, percent
 
 __all__ = ["add_arguments", "cmd_cost", "prices_in_force"]

@@ -40,11 +40,13 @@ from harness.pytest_plugin._api import (
     queue_write,
     shown,
 )
+from harness.pytest_plugin._budget import check_budget
 from harness.pytest_plugin._state import RunState
 
 if TYPE_CHECKING:  # the capture package is imported when a test first uses it, not at startup
     from harness.capture._session import CaptureSession
     from harness.rules._engine import Finding, Policy
+    from harness.rules._engine import Session as LintSession
 
 __all__ = [
     "MARKER",
@@ -53,6 +55,7 @@ __all__ = [
     "finish",
     "gate",
     "intercepting",
+    "lint_sessions",
     "record_chain",
     "rule_findings",
     "rules_for",
@@ -141,6 +144,7 @@ def gate(item: pytest.Item, session: CaptureSession, settings: RunState) -> None
                 f"harness: {len(errors)} cache rule finding(s) fail this test (errors, or rules"
                 f" harness_fail_on names):\n{lines}"
             )
+        check_budget(item, session, settings, lint_sessions(item, session, settings))
         return
     text = "\n\n".join(b.to_text() for b in breaks)
     first = breaks[0].to_text().splitlines()[0]
@@ -191,21 +195,17 @@ def rules_for(settings: RunState, session: CaptureSession) -> Iterator[None]:
         yield
 
 
-def rule_findings(item: pytest.Item, session: CaptureSession, settings: RunState) -> list[Finding]:
-    """The cache rules on the test's requests, the project's policy applied; the controller is
-    told (the `header drift` summary, GitHub's annotations). The gate reports its own certain
-    breaks: only its warnings (an effect the rules do not know for certain) are findings."""
-    import msgspec
-
+def lint_sessions(
+    item: pytest.Item, session: CaptureSession, settings: RunState
+) -> list[LintSession]:
+    """The test's requests as the rules and the cost model read them: one session a segment."""
     from harness.rules._analysis import LintRequest
     from harness.rules._engine import Session
-    from harness.rules._registry import lint
 
-    _, policy = project_rules(settings)
     where = str(session.cassette) if session.cassette is not None else item.nodeid
     with suppress(ValueError):
         where = str(Path(where).relative_to(settings.rootdir))
-    found: list[Finding] = []
+    found: list[LintSession] = []
     offset = 0
     for segment in session.segments():
         requests = []
@@ -222,7 +222,23 @@ def rule_findings(item: pytest.Item, session: CaptureSession, settings: RunState
                     presplit=True,
                 )
             )
-        for finding in lint(Session(where, requests, offset=offset)):
+        found.append(Session(where, requests, offset=offset))
+        offset += len(segment)
+    return found
+
+
+def rule_findings(item: pytest.Item, session: CaptureSession, settings: RunState) -> list[Finding]:
+    """The cache rules on the test's requests, the project's policy applied; the controller is
+    told (the `header drift` summary, GitHub's annotations). The gate reports its own certain
+    breaks: only its warnings (an effect the rules do not know for certain) are findings."""
+    import msgspec
+
+    from harness.rules._registry import lint
+
+    _, policy = project_rules(settings)
+    found: list[Finding] = []
+    for lint_session in lint_sessions(item, session, settings):
+        for finding in lint(lint_session):
             if finding.rule == "prefix-broken" and (
                 finding.severity == "error"
                 or session.moves_header is not None
@@ -230,7 +246,6 @@ def rule_findings(item: pytest.Item, session: CaptureSession, settings: RunState
             ):
                 continue
             found.append(policy.apply(finding))
-        offset += len(segment)
     if found:
         path, line, _ = item.location
         item.user_properties.append(

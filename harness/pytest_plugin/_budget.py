@@ -1,0 +1,115 @@
+"""The cache budget of a captured test: `@pytest.mark.cache_budget(max_usd=..., min_hit_rate=...,
+model=...)`, or the `harness_cache_budget` ini default (`max_usd=0.50 min_hit_rate=0.6`).
+
+After the test body passed and the prefix-chain gate let it through, each conversation the test
+sent (per endpoint; each `prove_stable` call's run one of its own) is simulated and priced by the
+cost model (`harness.cost`: the rules pack, the price pack with the project's rows first:
+`harness_capture_config`'s `prices`, then `harness-prices.json` at the rootdir). A conversation
+that costs more than `max_usd`, or whose cache hit rate is under `min_hit_rate`, fails the test
+with its breakdown. `model` prices it under another model's rules and prices (the one the
+project will run in production). The marker's keys override the ini default's, one by one.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final
+
+import pytest
+
+from harness._errors import HarnessError
+from harness.pytest_plugin._api import fail
+from harness.pytest_plugin._state import RunState
+
+if TYPE_CHECKING:
+    from harness.capture._session import CaptureSession
+    from harness.rules._engine import Session
+
+__all__ = ["BUDGET", "budget_of", "check_budget"]
+
+BUDGET: Final = "cache_budget"
+_KEYS: Final = ("max_usd", "min_hit_rate", "model")
+_HOW: Final = (
+    "takes max_usd=<dollars per conversation>, min_hit_rate=<0 to 1> and model=<a model id>"
+)
+
+
+def _parse(value: Any, key: str, where: str) -> Any:
+    if key == "model":
+        if value is None or isinstance(value, str):
+            return value
+        raise HarnessError(f"{where}: model takes a model id, not {value!r}")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise HarnessError(f"{where}: {key} takes a number, not {value!r}") from None
+    if number < 0 or (key == "min_hit_rate" and number > 1):
+        raise HarnessError(f"{where}: {key} {number} is out of range ({_HOW})")
+    return number
+
+
+def budget_of(item: pytest.Item, settings: RunState) -> dict[str, Any]:
+    """The test's budget: the ini default's keys, then the marker's."""
+    found: dict[str, Any] = {}
+    for part in settings.budget.replace(",", " ").split():
+        key, _, value = part.partition("=")
+        if key not in _KEYS or not value:
+            raise HarnessError(f"harness_cache_budget: {part!r}: the ini value {_HOW}")
+        found[key] = _parse(value, key, "harness_cache_budget")
+    marker = item.get_closest_marker(BUDGET)
+    if marker is not None:
+        where = f"@pytest.mark.{BUDGET}"
+        if marker.args:
+            raise HarnessError(f"{where} {_HOW} (keywords only)")
+        for key, value in marker.kwargs.items():
+            if key not in _KEYS:
+                raise HarnessError(f"{where}: unknown key {key!r}; it {_HOW}")
+            found[key] = _parse(value, key, where)
+    return found
+
+
+def check_budget(
+    item: pytest.Item, session: CaptureSession, settings: RunState, sessions: list[Session]
+) -> None:
+    """Fail the test when a conversation exceeds its budget (see the module doc)."""
+    __tracebackhide__ = True
+    try:
+        budget = budget_of(item, settings)
+    except HarnessError as error:
+        fail(f"harness: {error}")
+    if "max_usd" not in budget and "min_hit_rate" not in budget:
+        return
+    from harness.cost._cost import cost_of
+    from harness.cost._prices import overlay_prices, project_prices
+    from harness.cost._simulate import conversations
+    from harness.cost._text import breakdown, money, percent
+
+    try:
+        rows = [*session.config.prices, *project_prices(settings.rootdir)]
+    except HarnessError as error:
+        fail(f"harness: {error}")
+    with overlay_prices(rows):
+        found = [
+            (conversation, cost_of(conversation))
+            for lint_session in sessions
+            for conversation in conversations(lint_session, budget.get("model"))
+        ]
+    problems: list[str] = []
+    for conversation, cost in found:
+        where = f"{conversation.endpoint} ({cost.requests} request(s))"
+        limit = budget.get("max_usd")
+        if limit is not None and cost.usd is None:
+            problems.append(f"{where}: {breakdown(cost, conversation)}")
+        elif limit is not None and cost.usd is not None and cost.usd > limit:
+            problems.append(
+                f"{where} costs {money(cost.usd)}, over the budget of {money(limit)}:"
+                f" {breakdown(cost, conversation)}"
+            )
+        rate = budget.get("min_hit_rate")
+        if rate is not None and cost.hit_rate < rate:
+            problems.append(
+                f"{where} hits the cache for {percent(cost.hit_rate)} of its input, under the"
+                f" budget's {percent(rate)}: {breakdown(cost, conversation)}"
+            )
+    if problems:
+        lines = "\n".join(f"  {problem}" for problem in problems)
+        fail(f"harness: the cache budget failed ({len(problems)} problem(s)):\n{lines}")

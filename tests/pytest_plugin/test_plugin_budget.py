@@ -1,0 +1,119 @@
+"""`@pytest.mark.cache_budget` and the `harness_cache_budget` ini default, through pytester: a
+generated project's agent holds a two-turn conversation through the anthropic SDK (its own
+client) against a stand-in; the budget passes, fails with the breakdown, re-prices under another
+model, and a bad key is one line."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.inner import inner_pytest
+
+AGENT = """
+import anthropic
+
+MARK = {"type": "ephemeral"}
+
+
+def chat(turns=2, words=1000, model="claude-sonnet-4-5"):
+    client = anthropic.Anthropic(api_key="sk-ant-test")
+    system = [{"type": "text", "text": "rule " * words, "cache_control": MARK}]
+    messages = []
+    for turn in range(turns):
+        messages.append({"role": "user", "content": f"question {turn}"})
+        reply = client.messages.create(
+            model=model, max_tokens=64, system=system, messages=messages
+        )
+        messages.append({"role": "assistant", "content": reply.content[0].text})
+    return messages[-1]["content"]
+"""
+
+CONFTEST = """
+import httpx2
+import pytest
+
+
+def answer(request):
+    message = {
+        "id": "msg_01", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+        "content": [{"type": "text", "text": "Sunny."}], "stop_reason": "end_turn",
+        "stop_sequence": None, "usage": {"input_tokens": 10, "output_tokens": 2},
+    }
+    return httpx2.Response(200, json=message)
+
+
+@pytest.fixture
+def harness_upstream():
+    return httpx2.MockTransport(answer)
+"""
+
+TESTS = """
+import pytest
+
+import agent
+
+
+@pytest.mark.header_capture
+@pytest.mark.cache_budget(max_usd=0.05, min_hit_rate=0.3)
+def test_within_budget():
+    assert agent.chat() == "Sunny."
+
+
+@pytest.mark.header_capture
+@pytest.mark.cache_budget(max_usd=0.001)
+def test_over_budget():
+    assert agent.chat() == "Sunny."
+
+
+@pytest.mark.header_capture
+@pytest.mark.cache_budget(min_hit_rate=0.3, model="claude-haiku-4-5")
+def test_under_haikus_minimum():
+    assert agent.chat() == "Sunny."
+
+
+@pytest.mark.header_capture
+def test_no_budget():
+    assert agent.chat(turns=1) == "Sunny."
+"""
+
+
+def run(pytester: pytest.Pytester, tests: str = TESTS, *args: str) -> pytest.RunResult:
+    pytester.makepyfile(agent=AGENT, conftest=CONFTEST, test_agent=tests)
+    pytester.syspathinsert()
+    return inner_pytest(pytester, "-p", "no:randomly", "--harness-mode=record", *args)
+
+
+@pytest.mark.slow
+def test_the_budget_passes_and_fails_with_the_breakdown(pytester: pytest.Pytester) -> None:
+    result = run(pytester)
+    result.assert_outcomes(passed=2, failed=2)
+    out = result.stdout.str()
+    assert "_ test_over_budget _" in out and "_ test_under_haikus_minimum _" in out
+    assert "harness: the cache budget failed (1 problem(s)):" in out
+    assert "anthropic api.anthropic.com/v1/messages (2 request(s)) costs $0.0" in out
+    assert ", over the budget of $0.0010: 2 request(s): $0.0" in out
+    assert "at claude-sonnet-4-5 list price, prices checked 2026-12-04; hit rate 4" in out
+    # the same conversation under Haiku 4.5's 4,096-token minimum caches nothing
+    assert "hits the cache for 0% of its input, under the budget's 30%" in out
+    assert "at claude-haiku-4-5 list price" in out
+
+
+@pytest.mark.slow
+def test_the_ini_default_and_a_marker_that_overrides_it(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nharness_cache_budget = max_usd=0.001\n")
+    tests = TESTS.replace("@pytest.mark.cache_budget(max_usd=0.001)\n", "")
+    result = run(pytester, tests)
+    # test_over_budget and test_no_budget now take the ini's $0.001; test_within_budget its own
+    result.assert_outcomes(passed=1, failed=3)
+    assert "over the budget of $0.0010" in result.stdout.str()
+
+
+@pytest.mark.slow
+def test_a_bad_budget_is_one_line(pytester: pytest.Pytester) -> None:
+    tests = TESTS.replace("cache_budget(max_usd=0.001)", "cache_budget(max_dollars=1)")
+    result = run(pytester, tests)
+    result.assert_outcomes(passed=2, failed=2)
+    assert (
+        "harness: @pytest.mark.cache_budget: unknown key 'max_dollars'; it takes max_usd="
+        in result.stdout.str()
+    )
