@@ -8,6 +8,9 @@ cost model (`harness.cost`: the rules pack, the price pack with the project's ro
 that costs more than `max_usd`, or whose cache hit rate is under `min_hit_rate`, fails the test
 with its breakdown. `model` prices it under another model's rules and prices (the one the
 project will run in production). The marker's keys override the ini default's, one by one.
+
+`cost_delta`: what a drift costs, the recording's conversations against the replay's, for the
+failure, the `header drift` summary and the GitHub step summary.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ if TYPE_CHECKING:
     from harness.capture._session import CaptureSession
     from harness.rules._engine import Session
 
-__all__ = ["BUDGET", "budget_of", "check_budget"]
+__all__ = ["BUDGET", "budget_of", "check_budget", "cost_delta"]
 
 BUDGET: Final = "cache_budget"
 _KEYS: Final = ("max_usd", "min_hit_rate", "model")
@@ -113,3 +116,61 @@ def check_budget(
     if problems:
         lines = "\n".join(f"  {problem}" for problem in problems)
         fail(f"harness: the cache budget failed ({len(problems)} problem(s)):\n{lines}")
+
+
+def cost_delta(
+    session: CaptureSession, settings: RunState, sessions: list[Session], report: Any = None
+) -> str:
+    """What the drift costs: the recording's conversations and the replay's, simulated and
+    priced ("$0.0420 -> $0.1100 per conversation at claude-sonnet-4-5 list price, prices checked
+    2026-12-04; cause tools_changed at /tools/3, plugin mcp-github"); "" when there is nothing to
+    price (no recording, no price row)."""
+    from harness.cost._cost import cost_of
+    from harness.cost._prices import overlay_prices, project_prices
+    from harness.cost._simulate import conversations
+    from harness.cost._text import money
+    from harness.rules._engine import Session
+    from harness.rules._inputs import sessions_of
+
+    cassette = session.cassette
+    if cassette is None or not cassette.is_file():
+        return ""
+    try:
+        rows = [*session.config.prices, *project_prices(settings.rootdir)]
+        recorded = sessions_of([cassette])
+        # a replay that stopped at a mismatch is compared with as many recorded requests
+        short = [
+            Session(old.file, old.requests[: len(new.requests)], offset=old.offset)
+            if len(new.requests) < len(old.requests)
+            else old
+            for old, new in zip(recorded, sessions, strict=False)
+        ]
+        cut = sum(len(new.requests) for new in sessions)
+        with overlay_prices(rows):
+            before = [cost_of(c) for s in short for c in conversations(s)]
+            after = [cost_of(c) for s in sessions for c in conversations(s)]
+    except HarnessError:
+        return ""  # a bad prices file fails the budget, with its own line
+    priced = [c for c in [*before, *after] if c.usd is not None]
+    if not before or not after or len(priced) < len(before) + len(after):
+        return ""
+    was = sum(c.usd or 0.0 for c in before) / len(before)
+    now = sum(c.usd or 0.0 for c in after) / len(after)
+    first = after[0]
+    scope = (
+        "per conversation"
+        if cut >= sum(len(old.requests) for old in recorded)
+        else f"over the first {cut} request(s) (the replay stopped there)"
+    )
+    line = (
+        f"{money(was)} -> {money(now)} {scope} at {first.model} list price, prices"
+        f" checked {first.prices_checked_on}"
+    )
+    if report is not None and getattr(report, "verdict", None):
+        cause = f"; cause {report.verdict}"
+        pointer = getattr(report, "raw_pointer", "")
+        cause += f" at {pointer}" if pointer else ""
+        provenance = getattr(report, "raw_provenance", None)
+        cause += f", {provenance}" if provenance else ""
+        line += cause
+    return line

@@ -40,7 +40,7 @@ from harness.pytest_plugin._api import (
     queue_write,
     shown,
 )
-from harness.pytest_plugin._budget import check_budget
+from harness.pytest_plugin._budget import check_budget, cost_delta
 from harness.pytest_plugin._state import RunState
 
 if TYPE_CHECKING:  # the capture package is imported when a test first uses it, not at startup
@@ -151,12 +151,13 @@ def gate(item: pytest.Item, session: CaptureSession, settings: RunState) -> None
     markdown = "\n\n".join(
         f"**{b.to_text().splitlines()[0]}**\n\n{b.report.to_markdown()}" for b in breaks
     )
-    queue_drift(item, first, markdown, settings.seed_for(item.nodeid))
+    cost = cost_delta(session, settings, lint_sessions(item, session, settings), breaks[0].report)
+    queue_drift(item, first, markdown, settings.seed_for(item.nodeid), cost)
     fail(
         f"harness: the prefix-chain gate failed: {len(breaks)} request(s) do not extend the"
         " cached prefix of the request they continue (mark the test"
         ' @pytest.mark.moves_header(reason="...") if the move is deliberate; nothing is'
-        f" written)\n\n{text}"
+        f" written){f'; cost: {cost}' if cost else ''}\n\n{text}"
     )
 
 
@@ -196,9 +197,10 @@ def rules_for(settings: RunState, session: CaptureSession) -> Iterator[None]:
 
 
 def lint_sessions(
-    item: pytest.Item, session: CaptureSession, settings: RunState
+    item: pytest.Item, session: CaptureSession, settings: RunState, live: Any = None
 ) -> list[LintSession]:
-    """The test's requests as the rules and the cost model read them: one session a segment."""
+    """The test's requests as the rules and the cost model read them: one session a segment
+    (`live`: a request the replay refused, added to the last: what the code sent)."""
     from harness.rules._analysis import LintRequest
     from harness.rules._engine import Session
 
@@ -207,7 +209,10 @@ def lint_sessions(
         where = str(Path(where).relative_to(settings.rootdir))
     found: list[LintSession] = []
     offset = 0
-    for segment in session.segments():
+    segments = session.segments()
+    if live is not None and getattr(live, "split", None) is not None:
+        segments = [*segments[:-1], [*(segments[-1] if segments else []), live]]
+    for segment in segments:
         requests = []
         for index, captured in enumerate(segment):
             body = captured.json()
@@ -270,10 +275,12 @@ def finish(item: pytest.Item, session: CaptureSession, settings: RunState, *, fa
     unless the test failed (a failed test writes nothing)."""
     finished = session.finish()  # SecretLeak propagates: the test errors, no write
     seed = settings.seed_for(item.nodeid)
-    for error in _distinct(session.errors):
-        if isinstance(error, CassetteMismatch):
-            markdown = error.report.to_markdown() if error.report is not None else ""
-            queue_drift(item, str(error).splitlines()[0], markdown or str(error), seed)
+    mismatches = [e for e in _distinct(session.errors) if isinstance(e, CassetteMismatch)]
+    for error in mismatches:
+        markdown = error.report.to_markdown() if error.report is not None else ""
+        sessions = lint_sessions(item, session, settings, error.live)
+        cost = cost_delta(session, settings, sessions, error.report)
+        queue_drift(item, str(error).splitlines()[0], markdown or str(error), seed, cost)
     moved = len(finished.prefix_breaks) if session.config.prefix_chain else 0
     record_chain(item, session, moved=moved)
     if not failed:

@@ -117,3 +117,72 @@ def test_a_bad_budget_is_one_line(pytester: pytest.Pytester) -> None:
         "harness: @pytest.mark.cache_budget: unknown key 'max_dollars'; it takes max_usd="
         in result.stdout.str()
     )
+
+
+MOVING_AGENT = """
+import os
+
+import anthropic
+
+MARK = {"type": "ephemeral"}
+TOOLS = [
+    {"name": name, "description": "d " * 300, "input_schema": {"type": "object"}}
+    for name in ("alpha", "beta", "gamma")
+]
+
+
+def chat(turns=3):
+    client = anthropic.Anthropic(api_key="sk-ant-test")
+    system = [{"type": "text", "text": "rule " * 1000}]
+    messages = []
+    for turn in range(turns):
+        tools = list(TOOLS)
+        if os.environ.get("MOVE_TOOLS") and turn % 2:
+            tools.reverse()
+        text = {"type": "text", "text": f"q {turn}", "cache_control": MARK}
+        messages.append({"role": "user", "content": [text]})
+        reply = client.messages.create(
+            model="claude-sonnet-4-5", max_tokens=64, system=system, tools=tools, messages=messages
+        )
+        messages[-1]["content"][0].pop("cache_control")
+        messages.append({"role": "assistant", "content": reply.content[0].text})
+    return messages[-1]["content"]
+"""
+
+MOVING_TESTS = """
+import pytest
+
+import agent
+
+
+@pytest.mark.header_capture
+def test_chat():
+    assert agent.chat() == "Sunny."
+"""
+
+
+@pytest.mark.slow
+def test_the_drift_summary_and_step_summary_carry_the_cost_delta(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(agent=MOVING_AGENT, conftest=CONFTEST, test_agent=MOVING_TESTS)
+    pytester.syspathinsert()
+    recorded = inner_pytest(pytester, "-p", "no:randomly", "--harness-mode=record")
+    recorded.assert_outcomes(passed=1)
+    monkeypatch.setenv("MOVE_TOOLS", "1")
+    summary = pytester.path / "summary.md"
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    result = inner_pytest(pytester, "-p", "no:randomly")  # CI: replays
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "    cost: $0.0" in out
+    assert (
+        "over the first 2 request(s) (the replay stopped there) at claude-sonnet-4-5 list price,"
+        " prices checked 2026-12-04" in out
+    )
+    assert "cause tools_changed at /tools/0" in out
+    line = next(text for text in out.splitlines() if text.startswith("    cost: "))
+    was, now = (float(part.strip(" $")) for part in line[10:].split(" over ")[0].split("->"))
+    assert now > was  # the moved tools are written again instead of read
+    assert "**Cost:** $0.0" in summary.read_text(encoding="utf-8")
