@@ -27,7 +27,7 @@ from harness.cost._prices import overlay_prices, project_prices
 from harness.cost._read import conversations_of
 from harness.cost._text import breakdown, money, percent
 
-__all__ = ["add_arguments", "cmd_cost", "prices_in_force"]
+__all__ = ["add_arguments", "cmd_cost", "cmd_report", "prices_in_force", "report_arguments"]
 
 
 def add_arguments(command: argparse.ArgumentParser) -> None:
@@ -87,3 +87,38 @@ def cmd_cost(args: argparse.Namespace) -> int:
         f" {percent(total.hit_rate)}"
     )
     return 0
+
+
+def report_arguments(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "paths", nargs="+", help="cassettes, folders of cassettes, request bodies or sessions"
+    )
+    command.add_argument("--html", required=True, metavar="OUT", help="the HTML page to write")
+    command.add_argument("--markdown", metavar="OUT", help="also write the summary as Markdown")
+    command.add_argument("--model", default=None, help="price under this model's rules and prices")
+    prices_option(command)
+    command.add_argument("--rules", action="append", default=[], metavar="FILE")
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from harness.cost._html import render_html
+    from harness.cost._report import markdown, report_items
+
+    with project_policy(args) as policy, prices_in_force(args):
+        items = report_items([Path(p) for p in args.paths], args.model, policy)
+    _write(Path(args.html), render_html(items))
+    out(f"harness report: wrote {args.html} ({len(items)} conversation(s))")
+    if args.markdown:
+        _write(Path(args.markdown), markdown(items))
+        out(f"harness report: wrote {args.markdown}")
+    return 0
+
+
+def _write(path: Path, text: str) -> None:
+    """A report file (an output, as under CI too: not a fixture); a failure is one line."""
+    from harness._errors import WriteFailed
+
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise WriteFailed(path, error) from None

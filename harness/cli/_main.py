@@ -33,7 +33,7 @@ from harness.cli._commands import (
     cmd_show,
 )
 from harness.cli._cost import add_arguments as cost_arguments
-from harness.cli._cost import cmd_cost
+from harness.cli._cost import cmd_cost, cmd_report, report_arguments
 from harness.cli._lint import add_arguments as lint_arguments
 from harness.cli._lint import cmd_lint, cmd_rules
 from harness.cli._lint import fail_on as fail_on_option
@@ -160,6 +160,15 @@ def parser() -> argparse.ArgumentParser:
             cmd_cost,
             "what the recorded conversations cost: simulated under the cache rules (read,"
             " written per TTL, uncached) and priced at list prices (or the project's)",
+        )
+    )
+
+    report_arguments(
+        add(
+            "report",
+            cmd_report,
+            "write one self-contained HTML page (and --markdown for a pull-request comment): per"
+            " conversation its cost timeline, first divergence, tool order, findings, agreement",
         )
     )
 
