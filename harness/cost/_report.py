@@ -103,7 +103,7 @@ def markdown(items: Sequence[Item]) -> str:
     for item in items:
         cost = item.cost
         lines.append(
-            f"| `{line(cost.file, 80)}` | {line(cost.model or 'no model', 60)} | {cost.requests}"
+            f"| `{line(cost.file, 200)}` | {line(cost.model or 'no model', 60)} | {cost.requests}"
             f" | {money(cost.usd)} | {money(cost.usd_without_cache)} | {percent(cost.hit_rate)}"
             f" | {percent(cost.agreement)} |"
         )
@@ -116,7 +116,7 @@ def markdown(items: Sequence[Item]) -> str:
     for item in items:
         if item.divergence is None and not item.findings:
             continue
-        lines += ["", f"### `{line(item.cost.file, 80)}`", ""]
+        lines += ["", f"### `{line(item.cost.file, 200)}`", ""]
         if item.divergence is not None:
             lines += [
                 f"First divergence at request {item.divergence_at}:"

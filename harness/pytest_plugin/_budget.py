@@ -100,6 +100,14 @@ def check_budget(
     for conversation, cost in found:
         where = f"{conversation.endpoint} ({cost.requests} request(s))"
         limit = budget.get("max_usd")
+        if conversation.unknown_model:  # no minimum known: an estimate could pass falsely
+            named = cost.model or "a request without a model"
+            problems.append(
+                f"{where}: the rules know no minimum for {named} ({cost.provider}), so what it"
+                " caches cannot be judged; add a minimum row (harness-rules.json or"
+                " harness_capture_config's rules)"
+            )
+            continue
         if limit is not None and cost.usd is None:
             problems.append(f"{where}: {breakdown(cost, conversation)}")
         elif limit is not None and cost.usd is not None and cost.usd > limit:

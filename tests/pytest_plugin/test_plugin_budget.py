@@ -186,3 +186,13 @@ def test_the_drift_summary_and_step_summary_carry_the_cost_delta(
     was, now = (float(part.strip(" $")) for part in line[10:].split(" over ")[0].split("->"))
     assert now > was  # the moved tools are written again instead of read
     assert "**Cost:** $0.0" in summary.read_text(encoding="utf-8")
+
+
+@pytest.mark.slow
+def test_a_model_the_rules_do_not_know_fails_rather_than_guesses(pytester: pytest.Pytester) -> None:
+    tests = TESTS.replace('model="claude-haiku-4-5"', 'model="claude-unknown-9"')
+    result = run(pytester, tests, "-k", "haiku")
+    result.assert_outcomes(failed=1, deselected=3)
+    assert "the rules know no minimum for claude-unknown-9 (anthropic), so what it caches" in (
+        result.stdout.str()
+    )
