@@ -236,3 +236,23 @@ def test_text_output_and_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture
     assert main(["cost", str(path), "--prices", str(bad)]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "harness-prices.json" in err and "source" in err
+
+
+def test_harness_capture_config_takes_price_rows() -> None:
+    from harness._errors import UsageError
+    from harness.capture import CaptureConfig
+
+    row = {
+        "providers": ["anthropic"],
+        "models": ["claude-sonnet-4-5*"],
+        "effective_from": "2026-01-01",
+        "input": 1.5,
+        "output": 7.5,
+        "cache_read": 0.15,
+        "source": "our contract",
+        "checked_on": "2026-11-30",
+    }
+    config = CaptureConfig.of({"prices": [row]})
+    assert [price.input for price in config.prices] == [1.5]
+    with pytest.raises(UsageError, match="harness_capture_config: prices takes a prices file"):
+        CaptureConfig.of({"prices": [{"input": 1}]})
