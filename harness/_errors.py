@@ -19,7 +19,7 @@ import errno
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
     from harness._secrets import SecretFinding
@@ -147,7 +147,10 @@ class CassetteMissing(CaptureError):
 
 
 class CassetteMismatch(CaptureError):
-    """A request differs from the recorded one at its place; `report` says where."""
+    """A request differs from the recorded one at its place; `report` says where, and `live` is
+    the request that was sent (the capture's `Captured`, when known: the cost delta prices it)."""
+
+    live: Any = None
 
     def __init__(self, message: str, report: DriftReport | None = None) -> None:
         self.report = report

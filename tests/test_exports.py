@@ -208,7 +208,13 @@ FACES: dict[str, list[str]] = {
 }
 # Public modules that are not faces: the entry points, and wing packages that export nothing.
 ENTRY_POINTS = {"harness.pytest_plugin", "harness.cli", "harness.cli.__main__"}
-WINGS = {"harness.scenarios", "harness.prove", "harness.prove.perturb", "harness.cli.init"}
+WINGS = {
+    "harness.scenarios",
+    "harness.prove",
+    "harness.prove.perturb",
+    "harness.cli.init",
+    "harness.cost",
+}
 
 
 @pytest.mark.parametrize("face", sorted(FACES))

@@ -15,11 +15,14 @@ Like pytest-recording's `vcr_config`, the fixture returns a dict (or a `CaptureC
             "ignore_hosts": ["api.openai.com"],     # and let these through untouched
             "prefix_chain": True,                   # the prefix-chain gate (on by default)
             "rules": "harness-rules.json",          # rules rows (a file, or a list of rows)
+            "prices": "harness-prices.json",        # price rows (a negotiated rate)
         }
 
 `rules` adds rows to the rules pack for the test (asked before the shipped rows: a row for a
 model the pack does not know, a setting the project knows to be bookkeeping); a rules file's path
-or a list of row objects (`harness rules --format json` shows the shape).
+or a list of row objects (`harness rules --format json` shows the shape). `prices` adds price
+rows the same way (`harness.cost._prices`: a negotiated rate, asked before the list prices), for
+the cache budget (`@pytest.mark.cache_budget`).
 
 Redaction adds to the defaults, never replaces them: a project cannot switch off the redaction
 of `authorization` by forgetting it. An unknown key, or a value of the wrong type, is a
@@ -37,6 +40,7 @@ from harness._errors import UsageError
 from harness._secret_shapes import SECRET_PATTERNS, SecretPattern
 from harness._secrets import DEFAULT_SECRET_HEADERS, DEFAULT_SECRET_QUERY, Redaction
 from harness.capture._matching import Matcher, matcher_named
+from harness.cost._prices import parse_price_rows
 from harness.providers._base import host_matches
 from harness.providers._pack import parse_rows
 from harness.providers._registry import recognised_host
@@ -57,6 +61,7 @@ class CaptureConfig:
     ignore_hosts: tuple[str, ...] = ()
     prefix_chain: bool = True
     rules: tuple[Any, ...] = ()
+    prices: tuple[Any, ...] = ()
 
     @classmethod
     def of(cls, value: object, *, where: str = "harness_capture_config") -> CaptureConfig:
@@ -137,6 +142,8 @@ def _parsed(key: str, value: Any, where: str) -> Any:
         return tuple(patterns)
     if key == "rules":
         return parse_rows(value, where=where)
+    if key == "prices":
+        return parse_price_rows(value, where=where)
     if key == "matcher":
         if value is None or isinstance(value, Matcher):
             return value

@@ -124,12 +124,16 @@ def describe_mismatch(
     hint = "if the change is deliberate, run in update mode to rewrite the recorded requests"
     if old is None or live.split is None:
         offset = first_byte_difference(request.body, live.body)
-        return CassetteMismatch(f"{head}: the bodies differ from byte {offset}; {hint}")
+        error = CassetteMismatch(f"{head}: the bodies differ from byte {offset}; {hint}")
+        error.live = live
+        return error
     report = compare(old.view, live.split.view, label_a="recorded", label_b="live")
     severity = ""
     if canonical_bytes(old.prefix) == canonical_bytes(live.split.prefix):
         severity = " (after the cacheable prefix: the cache is not affected)"
-    return CassetteMismatch(f"{head}{severity}: {report.block} block first; {hint}", report)
+    error = CassetteMismatch(f"{head}{severity}: {report.block} block first; {hint}", report)
+    error.live = live
+    return error
 
 
 def strict_match(

@@ -27,6 +27,7 @@ from harness.cli._diff import diff_files
 from harness.cli._lint import caches, check_findings, project_policy, rules_markdown
 from harness.cli._output import out, print_command
 from harness.cli.init._command import init_project
+from harness.cost._read import agreement_by_provider
 from harness.rules._engine import Finding as RuleFinding
 from harness.scenarios._check import (
     ScenarioCheck,
@@ -127,6 +128,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         checks = _check_all(fixtures, args.shuffle, args.seed)
         audits = [audit_cassette(path) for path in cassettes]
         found = check_findings(cassettes, policy)
+        agreements = agreement_by_provider(cassettes) if cassettes else {}
     failed = [check for check in checks if not check.ok]
     broken = [audit for audit in audits if not audit.ok]
     errors = [finding for finding in found if finding.severity == "error"]
@@ -139,6 +141,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     if audits:
         _print_audits(audits, fmt=args.format)
     _print_rules(found, fmt=args.format)
+    _print_agreement(agreements, fmt=args.format)
     _github(checks, failed, audits, found)
     if args.format == "text":
         parts = []
@@ -159,6 +162,18 @@ def cmd_check(args: argparse.Namespace) -> int:
             parts.append(f"{len(costly)} rule finding(s), {len(errors)} error(s)")
         out(f"\nharness check: {'; '.join(parts)}")
     return EXIT_DRIFT if failed or broken or errors else EXIT_OK
+
+
+def _print_agreement(agreements: dict[str, tuple[float, int]], *, fmt: str) -> None:
+    """The cost model's predicted cache reads against the providers' recorded counters."""
+    if not agreements:
+        return
+    if fmt == "json":
+        value = {name: {"agreement": a, "requests": n} for name, (a, n) in agreements.items()}
+        out(msgspec.json.encode({"agreement": value}).decode())
+        return
+    parts = [f"{name} {a * 100:.0f}% ({n} request(s))" for name, (a, n) in agreements.items()]
+    out(f"\nagreement with the providers' recorded cache reads: {', '.join(parts)}")
 
 
 def _print_rules(found: list[RuleFinding], *, fmt: str) -> None:

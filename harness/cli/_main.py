@@ -33,6 +33,8 @@ from harness.cli._commands import (
     cmd_replay,
     cmd_show,
 )
+from harness.cli._cost import add_arguments as cost_arguments
+from harness.cli._cost import cmd_cost, cmd_report, report_arguments
 from harness.cli._lint import add_arguments as lint_arguments
 from harness.cli._lint import cmd_lint, cmd_rules
 from harness.cli._lint import fail_on as fail_on_option
@@ -152,6 +154,24 @@ def parser() -> argparse.ArgumentParser:
             " (.jsonl); exit 1 when a finding is an error",
         ),
         add("rules", cmd_rules, "print the rules and the rules pack (sources, dates, conflicts)"),
+    )
+
+    cost_arguments(
+        add(
+            "cost",
+            cmd_cost,
+            "what the recorded conversations cost: simulated under the cache rules (read,"
+            " written per TTL, uncached) and priced at list prices (or the project's)",
+        )
+    )
+
+    report_arguments(
+        add(
+            "report",
+            cmd_report,
+            "write one self-contained HTML page (and --markdown for a pull-request comment): per"
+            " conversation its cost timeline, first divergence, tool order, findings, agreement",
+        )
     )
 
     init_arguments(add("init", cmd_init, INIT_HELP))

@@ -23,6 +23,7 @@ from harness.providers._base import (
     breakpoints,
     integer,
     member,
+    optional,
     point_pointer,
     truncate,
 )
@@ -143,12 +144,24 @@ class AnthropicMessages(Provider):
         if not isinstance(usage, dict):
             return None
         reason = member(response, "diagnostics", "cache_miss_reason", "type")
+        missed = member(response, "diagnostics", "cache_miss_reason", "cache_missed_input_tokens")
+        creation = usage.get("cache_creation")
+        split: tuple[tuple[str, int], ...] = ()
+        if isinstance(creation, dict):
+            split = tuple(
+                (ttl, integer(creation.get(f"ephemeral_{ttl}_input_tokens")))
+                for ttl in ("5m", "1h")
+                if f"ephemeral_{ttl}_input_tokens" in creation
+            )
         return CacheUsage(
             ANTHROPIC,
             read_tokens=integer(usage.get("cache_read_input_tokens")),
             written_tokens=integer(usage.get("cache_creation_input_tokens")),
             uncached_tokens=integer(usage.get("input_tokens")),
             miss_reason=reason if isinstance(reason, str) else None,
+            written_ttl=split,
+            missed_tokens=missed if isinstance(missed, int) else None,
+            output_tokens=optional(usage.get("output_tokens")),
         )
 
 

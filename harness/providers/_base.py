@@ -62,7 +62,11 @@ class CacheUsage(msgspec.Struct, frozen=True, omit_defaults=True):
     """A response's cache signal: tokens read from and written to the cache, and why it missed.
 
     `miss_reason` is the provider's own word where it has one (Anthropic's
-    `diagnostics.cache_miss_reason.type`: `tools_changed`, `system_changed`...).
+    `diagnostics.cache_miss_reason.type`: `tools_changed`, `system_changed`...; OpenAI's
+    `prompt_cache_diagnostics` reason). `written_ttl` splits `written_tokens` by time to live
+    where the provider says (`(("5m", 1200), ("1h", 0))`); `missed_tokens` is the provider's count
+    of tokens its miss cost (Anthropic's `cache_missed_input_tokens`); `output_tokens` what the
+    answer held (the cost model prices it).
     """
 
     provider: str
@@ -70,6 +74,14 @@ class CacheUsage(msgspec.Struct, frozen=True, omit_defaults=True):
     written_tokens: int = 0
     uncached_tokens: int | None = None
     miss_reason: str | None = None
+    written_ttl: tuple[tuple[str, int], ...] = ()
+    missed_tokens: int | None = None
+    output_tokens: int | None = None
+
+    @property
+    def input_tokens(self) -> int:
+        """Every input token the provider counted: read, written and uncached."""
+        return self.read_tokens + self.written_tokens + (self.uncached_tokens or 0)
 
 
 class Provider(ABC):
@@ -169,6 +181,11 @@ def role(message: Any) -> Any:
 def integer(value: Any) -> int:
     """A token count from a response, 0 when absent or not a number."""
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def optional(value: Any) -> int | None:
+    """A token count from a response, None when absent or not a number."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def member(value: Any, *path: str) -> Any:

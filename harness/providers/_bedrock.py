@@ -30,6 +30,7 @@ from harness.providers._base import (
     integer,
     member,
     model_in_path,
+    optional,
     point_pointer,
     truncate,
 )
@@ -112,6 +113,7 @@ class BedrockConverse(Provider):
             read_tokens=integer(read),
             written_tokens=integer(written),
             uncached_tokens=integer(usage.get("inputTokens")),
+            output_tokens=optional(usage.get("outputTokens")),
         )
 
 

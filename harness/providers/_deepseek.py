@@ -12,7 +12,7 @@ from typing import Any, Final
 from urllib.parse import urlsplit
 
 from harness._views import RequestSplit
-from harness.providers._base import CacheUsage, Provider, integer, member
+from harness.providers._base import CacheUsage, Provider, integer, member, optional
 from harness.providers._openai import chat_path, split_chat
 
 DEEPSEEK: Final = "deepseek"
@@ -38,4 +38,5 @@ class DeepSeek(Provider):
             DEEPSEEK,
             read_tokens=integer(usage.get("prompt_cache_hit_tokens")),
             uncached_tokens=integer(usage.get("prompt_cache_miss_tokens")),
+            output_tokens=optional(usage.get("completion_tokens")),
         )

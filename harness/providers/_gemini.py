@@ -29,6 +29,7 @@ from harness.providers._base import (
     integer,
     member,
     model_in_path,
+    optional,
 )
 from harness.providers._pack import classify
 
@@ -82,5 +83,8 @@ class Gemini(Provider):
             return None
         read = integer(usage.get("cachedContentTokenCount"))
         return CacheUsage(
-            GEMINI, read_tokens=read, uncached_tokens=integer(usage.get("promptTokenCount")) - read
+            GEMINI,
+            read_tokens=read,
+            uncached_tokens=integer(usage.get("promptTokenCount")) - read,
+            output_tokens=optional(usage.get("candidatesTokenCount")),
         )

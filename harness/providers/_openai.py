@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 
 from harness._reasons import Vocabulary
 from harness._views import CacheView, RequestSplit
-from harness.providers._base import CacheUsage, Provider, integer, member, role
+from harness.providers._base import CacheUsage, Provider, integer, member, optional, role
 from harness.providers._pack import classify
 
 OPENAI_CHAT: Final = "openai-chat"
@@ -93,12 +93,47 @@ def split_chat(body: Mapping[str, Any], provider: str, *, system_first: bool) ->
     )
 
 
-def cached_usage(provider: str, response: Any, total: str, details: str) -> CacheUsage | None:
+def cached_usage(
+    provider: str, response: Any, total: str, details: str, output: str = "completion_tokens"
+) -> CacheUsage | None:
+    """OpenAI's counters: `cached_tokens` read, the cache write tokens (5.6+: `cache_write_tokens`
+    with their TTL split in `cache_write_tokens_details`), and `prompt_cache_diagnostics` (in the
+    response or its usage) for the miss reason."""
     usage = member(response, "usage")
     if not isinstance(usage, dict):
         return None
     read = integer(member(usage, details, "cached_tokens"))
-    return CacheUsage(provider, read_tokens=read, uncached_tokens=integer(usage.get(total)) - read)
+    written = integer(
+        member(usage, details, "cache_write_tokens")
+        or member(usage, details, "cache_creation_tokens")
+    )
+    ttl_details = member(usage, details, "cache_write_tokens_details")
+    split: tuple[tuple[str, int], ...] = ()
+    if isinstance(ttl_details, dict):
+        split = tuple(
+            (str(key).removeprefix("ttl_").removesuffix("_tokens"), integer(value))
+            for key, value in ttl_details.items()
+            if isinstance(value, int)
+        )
+    diagnostics = member(response, "prompt_cache_diagnostics") or member(
+        usage, "prompt_cache_diagnostics"
+    )
+    reason = None
+    missed = None
+    if isinstance(diagnostics, dict):
+        found = diagnostics.get("reason") or diagnostics.get("miss_reason")
+        reason = found if isinstance(found, str) else None
+        missed = optional(diagnostics.get("cache_missed_tokens"))
+    return CacheUsage(
+        provider,
+        read_tokens=read,
+        written_tokens=written,
+        uncached_tokens=max(integer(usage.get(total)) - read - written, 0),
+        miss_reason=reason,
+        written_ttl=split,
+        missed_tokens=missed,
+        output_tokens=optional(usage.get(output)),
+    )
 
 
 class OpenAIChat(Provider):
@@ -167,4 +202,6 @@ class OpenAIResponses(Provider):
         )
 
     def usage(self, response: Any) -> CacheUsage | None:
-        return cached_usage(OPENAI_RESPONSES, response, "input_tokens", "input_tokens_details")
+        return cached_usage(
+            OPENAI_RESPONSES, response, "input_tokens", "input_tokens_details", "output_tokens"
+        )

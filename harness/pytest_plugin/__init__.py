@@ -119,6 +119,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default="",
     )
     parser.addini(
+        "harness_cache_budget",
+        "the default cache budget of every captured test (max_usd=0.50 min_hit_rate=0.6"
+        " model=...); @pytest.mark.cache_budget(...) overrides it key by key",
+        default="",
+    )
+    parser.addini(
         "harness_collect",
         "collect every recorded scenario under harness_fixtures as a test (replay, rebuild, "
         "shuffle, pins); a corrupt file is then a collection error",
@@ -163,6 +169,12 @@ def pytest_configure(config: pytest.Config) -> None:
         "header_capture(**config): every httpx/httpx2 client this test uses sends provider "
         "requests through its capture session (its cassette); keyword arguments override "
         "harness_capture_config for this test",
+    )
+    config.addinivalue_line(
+        "markers",
+        "cache_budget(max_usd=None, min_hit_rate=None, model=None): fail this captured test when"
+        " a conversation it sent costs more than max_usd (simulated at list price, or the"
+        " project's prices) or hits the cache for less than min_hit_rate of its input",
     )
     settings = state_from(config)
     _printer.reset()  # a new run: the words of an earlier in-process run are not this project's

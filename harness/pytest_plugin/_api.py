@@ -101,8 +101,9 @@ def queue_write(item: pytest.Item, files: Sequence[FileContents]) -> None:
         send(item, PROP_WRITE, {"path": str(path), "data": base64.b64encode(data).decode("ascii")})
 
 
-def queue_drift(item: pytest.Item, message: str, markdown: str, seed: int) -> None:
-    """Tell the controller this test found drift (for the summary and CI annotations)."""
+def queue_drift(item: pytest.Item, message: str, markdown: str, seed: int, cost: str = "") -> None:
+    """Tell the controller this test found drift (for the summary and CI annotations), and what
+    it costs (`_budget.cost_delta`), when that is known."""
     path, line, _ = item.location
     send(
         item,
@@ -112,6 +113,7 @@ def queue_drift(item: pytest.Item, message: str, markdown: str, seed: int) -> No
             "message": _printer.redact(message),
             "markdown": _printer.redact(markdown),
             "seed": seed,
+            "cost": _printer.redact(cost),
             "file": path,
             "line": (line or 0) + 1,
         },

@@ -42,11 +42,13 @@ from harness.pytest_plugin._api import (
     send,
     shown,
 )
+from harness.pytest_plugin._budget import check_budget, cost_delta
 from harness.pytest_plugin._state import RunState
 
 if TYPE_CHECKING:  # the capture package is imported when a test first uses it, not at startup
     from harness.capture._session import CaptureSession
     from harness.rules._engine import Finding, Policy
+    from harness.rules._engine import Session as LintSession
 
 __all__ = [
     "MARKER",
@@ -55,6 +57,7 @@ __all__ = [
     "finish",
     "gate",
     "intercepting",
+    "lint_sessions",
     "record_chain",
     "rule_findings",
     "rules_for",
@@ -144,18 +147,20 @@ def gate(item: pytest.Item, session: CaptureSession, settings: RunState) -> None
                 f"harness: {len(errors)} cache rule finding(s) fail this test (errors, or rules"
                 f" harness_fail_on names):\n{lines}"
             )
+        check_budget(item, session, settings, lint_sessions(item, session, settings))
         return
     text = "\n\n".join(b.to_text() for b in breaks)
     first = breaks[0].to_text().splitlines()[0]
     markdown = "\n\n".join(
         f"**{b.to_text().splitlines()[0]}**\n\n{b.report.to_markdown()}" for b in breaks
     )
-    queue_drift(item, first, markdown, settings.seed_for(item.nodeid))
+    cost = cost_delta(session, settings, lint_sessions(item, session, settings), breaks[0].report)
+    queue_drift(item, first, markdown, settings.seed_for(item.nodeid), cost)
     fail(
         f"harness: the prefix-chain gate failed: {len(breaks)} request(s) do not extend the"
         " cached prefix of the request they continue (mark the test"
         ' @pytest.mark.moves_header(reason="...") if the move is deliberate; nothing is'
-        f" written)\n\n{text}"
+        f" written){f'; cost: {cost}' if cost else ''}\n\n{text}"
     )
 
 
@@ -194,23 +199,23 @@ def rules_for(settings: RunState, session: CaptureSession) -> Iterator[None]:
         yield
 
 
-def rule_findings(item: pytest.Item, session: CaptureSession, settings: RunState) -> list[Finding]:
-    """The cache rules on the test's requests, the project's policy applied; the controller is
-    told (the `header drift` summary, GitHub's annotations). The gate reports its own certain
-    breaks: only its warnings (an effect the rules do not know for certain) are findings."""
-    import msgspec
-
+def lint_sessions(
+    item: pytest.Item, session: CaptureSession, settings: RunState, live: Any = None
+) -> list[LintSession]:
+    """The test's requests as the rules and the cost model read them: one session a segment
+    (`live`: a request the replay refused, added to the last: what the code sent)."""
     from harness.rules._analysis import LintRequest
     from harness.rules._engine import Session
-    from harness.rules._registry import lint
 
-    _, policy = project_rules(settings)
     where = str(session.cassette) if session.cassette is not None else item.nodeid
     with suppress(ValueError):
         where = str(Path(where).relative_to(settings.rootdir))
-    found: list[Finding] = []
+    found: list[LintSession] = []
     offset = 0
-    for segment in session.segments():
+    segments = session.segments()
+    if live is not None and getattr(live, "split", None) is not None:
+        segments = [*segments[:-1], [*(segments[-1] if segments else []), live]]
+    for segment in segments:
         requests = []
         for index, captured in enumerate(segment):
             body = captured.json()
@@ -225,7 +230,23 @@ def rule_findings(item: pytest.Item, session: CaptureSession, settings: RunState
                     presplit=True,
                 )
             )
-        for finding in lint(Session(where, requests, offset=offset)):
+        found.append(Session(where, requests, offset=offset))
+        offset += len(segment)
+    return found
+
+
+def rule_findings(item: pytest.Item, session: CaptureSession, settings: RunState) -> list[Finding]:
+    """The cache rules on the test's requests, the project's policy applied; the controller is
+    told (the `header drift` summary, GitHub's annotations). The gate reports its own certain
+    breaks: only its warnings (an effect the rules do not know for certain) are findings."""
+    import msgspec
+
+    from harness.rules._registry import lint
+
+    _, policy = project_rules(settings)
+    found: list[Finding] = []
+    for lint_session in lint_sessions(item, session, settings):
+        for finding in lint(lint_session):
             if finding.rule == "prefix-broken" and (
                 finding.severity == "error"
                 or session.moves_header is not None
@@ -233,7 +254,6 @@ def rule_findings(item: pytest.Item, session: CaptureSession, settings: RunState
             ):
                 continue
             found.append(policy.apply(finding))
-        offset += len(segment)
     if found:
         path, line, _ = item.location
         send(
@@ -259,10 +279,12 @@ def finish(item: pytest.Item, session: CaptureSession, settings: RunState, *, pa
     setup or the teardown did not pass)."""
     finished = session.finish()  # SecretLeak propagates: the test errors, no write
     seed = settings.seed_for(item.nodeid)
-    for error in _distinct(session.errors):
-        if isinstance(error, CassetteMismatch):
-            markdown = error.report.to_markdown() if error.report is not None else ""
-            queue_drift(item, str(error).splitlines()[0], markdown or str(error), seed)
+    mismatches = [e for e in _distinct(session.errors) if isinstance(e, CassetteMismatch)]
+    for error in mismatches:
+        markdown = error.report.to_markdown() if error.report is not None else ""
+        sessions = lint_sessions(item, session, settings, error.live)
+        cost = cost_delta(session, settings, sessions, error.report)
+        queue_drift(item, str(error).splitlines()[0], markdown or str(error), seed, cost)
     moved = len(finished.prefix_breaks) if session.config.prefix_chain else 0
     record_chain(item, session, moved=moved)
     if passed:

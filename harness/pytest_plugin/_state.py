@@ -71,6 +71,7 @@ class RunState:
     # the cache rules: the project's choices (ini values, read as given; parsed on first use)
     fail_on: str = ""  # harness_fail_on
     rules_file: str = ""  # harness_rules (default: harness-rules.json at the rootdir)
+    budget: str = ""  # harness_cache_budget: the default cache budget ("max_usd=0.5 ...")
     rootdir: Path = field(default_factory=Path.cwd)
     rules: Any = None  # the project's rows and policy, once read (`_capture.project_rules`)
     findings: list[dict[str, Any]] = field(default_factory=list)  # what the rules found
@@ -143,6 +144,7 @@ def state_from(config: pytest.Config) -> RunState:
         config.pluginmanager.hasplugin("randomly"),
         fail_on=" ".join(str(item) for item in config.getini("harness_fail_on")),
         rules_file=str(config.getini("harness_rules") or ""),
+        budget=str(config.getini("harness_cache_budget") or ""),
         rootdir=config.rootpath,
     )
 

@@ -49,6 +49,8 @@ def write_summary(
         write(f"{len(s.drifts)} test(s) found header drift:")
         for drift in s.drifts:
             write(f"  {drift['nodeid']}: {drift['message']}")
+            if drift.get("cost"):
+                write(f"    cost: {drift['cost']}")
     else:
         terminalreporter.write_line("no header drift")
     if s.moves:
@@ -170,7 +172,10 @@ def _github(settings: RunState) -> None:
     if not settings.drifts:
         lines.append("No header drift.")
     for drift in settings.drifts:
-        lines += [f"### `{one_line(drift['nodeid'])}`", "", drift["markdown"], ""]
+        lines += [f"### `{one_line(drift['nodeid'])}`", ""]
+        if drift.get("cost"):
+            lines += [f"**Cost:** {drift['cost']}", ""]
+        lines += [drift["markdown"], ""]
     if settings.moves:
         lines += ["", "Tests marked `moves_header`:", ""]
         lines += [f"- {one_line(moves_line(node, why, settings))}" for node, why in settings.moves]

@@ -7,7 +7,9 @@ cache key levels, bookkeeping fields). Rules are registered parts (`Rule`, `regi
 - on one request: `too-many-breakpoints`, `below-minimum`, `no-breakpoint`, `ttl-order`,
   `volatile-in-prefix`, `vertex-key-order`;
 - along a conversation: `lookback-exceeded`, `write-never-read`, `prefix-broken` (the
-  prefix-chain gate's verdict), and `unknown-model` (the rules that need the model abstain).
+  prefix-chain gate's verdict), and `unknown-model` (the rules that need the model abstain);
+- under the cost model (`harness.cost`): `ttl-expired` (a recorded gap longer than the TTL) and
+  `provider-disagrees` (the provider's recorded counters or miss reason contradict the verdict).
 
 `harness lint PATH...` runs them on cassettes, request bodies and session files; `harness check`
 and the pytest plugin on every captured request; `harness rules` prints the pack. A session is

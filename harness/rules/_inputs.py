@@ -1,6 +1,7 @@
 """What `harness lint` reads: cassettes, folders of them, request bodies and session files.
 
-- a cassette (a `.json` file of kind `harness/capture`): the test's exchanges are one session,
+- a cassette (a `.json` file of kind `harness/capture`; format 2 keeps each exchange's timing,
+  which the cost model reads): the test's exchanges are one session,
   each `prove_stable` call's recorded build another; a finding's `request` counts the file's
   exchanges in that order (the test's first, then each call's); a test marked `moves_header`
   has its prefix breaks as `info`, expected;
@@ -30,6 +31,7 @@ from harness._errors import FixtureError
 from harness._files import read_checked, with_position
 from harness.capture._audit import find_cassettes, request_of
 from harness.capture._cassette import CaptureFile, Exchange, load_cassette
+from harness.cost._timing import Timing
 from harness.rules._analysis import LintRequest
 from harness.rules._engine import Session
 
@@ -87,17 +89,20 @@ def _json_file(path: Path) -> list[Session]:
 def _cassette(path: Path) -> list[Session]:
     capture: CaptureFile = load_cassette(path)
     moves = capture.moves_header if isinstance(capture.moves_header, str) else ""
-    sessions = [Session(str(path), requests_of_exchanges(capture.exchanges), moves_header=moves)]
+    started = getattr(capture, "started", None)  # format 2 (issue 24): the recording's start
+    found = requests_of_exchanges(capture.exchanges, started)
+    sessions = [Session(str(path), found, moves_header=moves)]
     offset = len(capture.exchanges)
     for proof in capture.proofs:
-        exchanges = requests_of_exchanges(proof.exchanges)
-        sessions.append(Session(str(path), exchanges, offset=offset, moves_header=moves))
+        found = requests_of_exchanges(proof.exchanges, started)
+        sessions.append(Session(str(path), found, offset=offset, moves_header=moves))
         offset += len(proof.exchanges)
     return sessions
 
 
-def requests_of_exchanges(exchanges: Sequence[Exchange]) -> list[LintRequest]:
-    """Recorded exchanges as requests to judge, with the responses they got."""
+def requests_of_exchanges(exchanges: Sequence[Exchange], started: Any = None) -> list[LintRequest]:
+    """Recorded exchanges as requests to judge, with the responses they got and, in a format-2
+    cassette, when they ran (`timing` in ms from `started`, the recording's wall-clock start)."""
     found = []
     for index, exchange in enumerate(exchanges):
         request = exchange.request
@@ -115,9 +120,20 @@ def requests_of_exchanges(exchanges: Sequence[Exchange]) -> list[LintRequest]:
                 headers=tuple(request.headers),
                 method=request.method,
                 response=response,
+                time=_timing(exchange, started),
             )
         )
     return found
+
+
+def _timing(exchange: Exchange, started: Any) -> Timing | None:
+    """An exchange's recorded timing (a format-2 cassette's), as the cost model reads time."""
+    timing = getattr(exchange, "timing", None)
+    start = getattr(timing, "start_ms", None)
+    if start is None:
+        return None
+    wall = started if isinstance(started, str) else None
+    return Timing.of_cassette(start, getattr(timing, "end_ms", None), wall)
 
 
 def _json_of(data: bytes) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from harness.rules._conversation_rules import (
     UnknownModel,
     WriteNeverRead,
 )
+from harness.rules._cost_rules import ProviderDisagrees, TtlExpired
 from harness.rules._engine import Finding, Policy, Rule, Session
 from harness.rules._request_rules import (
     BelowMinimum,
@@ -43,6 +44,8 @@ _BUILT_IN: Final[tuple[Rule, ...]] = (
     WriteNeverRead(),
     UnknownModel(),
     PrefixBroken(),
+    TtlExpired(),
+    ProviderDisagrees(),
 )
 _registered: dict[str, Rule] = {}
 

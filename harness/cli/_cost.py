@@ -1,0 +1,124 @@
+"""`harness cost`: what the recorded conversations cost, simulated under the rules and priced.
+
+`harness cost PATH... [--model M] [--format text|json] [--prices FILE] [--rules FILE]` reads what
+`harness lint` reads (cassettes, folders, request bodies, sessions `.jsonl` with `time` and
+`response`), simulates each conversation (`harness.cost`) and prices it with the price pack (the
+project's `harness-prices.json` or `--prices` rows first). JSON: an object with `sessions` (one
+per conversation: `file`, `provider`, `model`, `requests`, `input_tokens`, `cache_read_tokens`,
+`cache_write_tokens`, `uncached_tokens`, `hit_rate`, `usd`, `usd_without_cache`, `recorded`,
+`agreement`, `prices_checked_on`) and `totals`. `--model` re-simulates and re-prices under
+another model's rules and prices. Exit 0; 2 for bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import msgspec
+
+from harness._paths import project_fixtures
+from harness.cli._lint import project_policy
+from harness.cli._output import out
+from harness.cost._cost import cost_of, totals
+from harness.cost._prices import overlay_prices, project_prices
+from harness.cost._read import conversations_of
+from harness.cost._text import breakdown, money, percent
+
+__all__ = ["add_arguments", "cmd_cost", "cmd_report", "prices_in_force", "report_arguments"]
+
+
+def add_arguments(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "paths",
+        nargs="*",
+        help="cassettes, folders of cassettes, request bodies (.json) or sessions (.jsonl);"
+        " default ./fixtures",
+    )
+    command.add_argument(
+        "--model", default=None, help="re-simulate and re-price under this model's rules and prices"
+    )
+    command.add_argument("--format", choices=("text", "json"), default="text")
+    prices_option(command)
+    command.add_argument(
+        "--rules",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="the project's rules file (default: harness-rules.json here, when there is one)",
+    )
+
+
+def prices_option(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--prices",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="the project's prices (a negotiated rate; default: harness-prices.json here)",
+    )
+
+
+@contextmanager
+def prices_in_force(args: argparse.Namespace) -> Iterator[None]:
+    with overlay_prices(project_prices(Path.cwd(), getattr(args, "prices", ()) or ())):
+        yield
+
+
+def cmd_cost(args: argparse.Namespace) -> int:
+    paths = [Path(p) for p in args.paths] if args.paths else [project_fixtures()]
+    with project_policy(args), prices_in_force(args):
+        found = conversations_of(paths, args.model)
+        costs = [cost_of(conversation) for conversation in found]
+    total = totals(costs)
+    if args.format == "json":
+        out(msgspec.json.encode({"sessions": costs, "totals": total}).decode())
+        return 0
+    for conversation, cost in zip(found, costs, strict=True):
+        out(
+            f"{cost.file} ({cost.provider} {cost.model or 'no model'}):"
+            f" {breakdown(cost, conversation)}"
+        )
+    out(
+        f"harness cost: {total.sessions} conversation(s), {total.requests} request(s):"
+        f" {money(total.usd)} ({money(total.usd_without_cache)} without the cache), hit rate"
+        f" {percent(total.hit_rate)}"
+    )
+    return 0
+
+
+def report_arguments(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "paths", nargs="+", help="cassettes, folders of cassettes, request bodies or sessions"
+    )
+    command.add_argument("--html", required=True, metavar="OUT", help="the HTML page to write")
+    command.add_argument("--markdown", metavar="OUT", help="also write the summary as Markdown")
+    command.add_argument("--model", default=None, help="price under this model's rules and prices")
+    prices_option(command)
+    command.add_argument("--rules", action="append", default=[], metavar="FILE")
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from harness.cost._html import render_html
+    from harness.cost._report import markdown, report_items
+
+    with project_policy(args) as policy, prices_in_force(args):
+        items = report_items([Path(p) for p in args.paths], args.model, policy)
+    _write(Path(args.html), render_html(items))
+    out(f"harness report: wrote {args.html} ({len(items)} conversation(s))")
+    if args.markdown:
+        _write(Path(args.markdown), markdown(items))
+        out(f"harness report: wrote {args.markdown}")
+    return 0
+
+
+def _write(path: Path, text: str) -> None:
+    """A report file (an output, as under CI too: not a fixture); a failure is one line."""
+    from harness._errors import WriteFailed
+
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise WriteFailed(path, error) from None

@@ -1,0 +1,38 @@
+"""What `harness cost` and `harness report` read: the conversations of cassettes, request bodies
+and sessions (as `harness lint` reads them), simulated and priced."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from harness.cost._cost import SessionCost, agreement, cost_of
+from harness.cost._simulate import Conversation, Step, conversations
+from harness.rules._inputs import sessions_of
+
+__all__ = ["agreement_by_provider", "conversations_of", "costs"]
+
+
+def conversations_of(paths: Sequence[Path], model: str | None = None) -> list[Conversation]:
+    """Every conversation the paths hold, simulated (under `model`'s rules if given)."""
+    return [c for session in sessions_of(paths) for c in conversations(session, model)]
+
+
+def costs(paths: Sequence[Path], model: str | None = None) -> list[SessionCost]:
+    return [cost_of(conversation) for conversation in conversations_of(paths, model)]
+
+
+def agreement_by_provider(paths: Sequence[Path]) -> dict[str, tuple[float, int]]:
+    """Per provider, the agreement of the predicted cache reads with the recorded counters, and
+    how many requests held counters (providers whose recordings hold none are left out)."""
+    steps: dict[str, list[Step]] = {}
+    for conversation in conversations_of(paths):
+        found = [step for step in conversation.steps if step.recorded is not None]
+        if found:
+            steps.setdefault(conversation.provider, []).extend(found)
+    result: dict[str, tuple[float, int]] = {}
+    for provider, found in sorted(steps.items()):
+        value = agreement(found)
+        if value is not None:
+            result[provider] = (value, len(found))
+    return result

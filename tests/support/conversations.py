@@ -1,0 +1,65 @@
+"""Conversations as a session `.jsonl` holds them: Anthropic turns sized in the rules' estimate,
+with their recorded times and the provider's answers (usage counters, a miss reason)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tests.support.bodies import ANTHROPIC_URL, MARK, sized, text_block
+
+__all__ = ["answer", "conversation", "entry"]
+
+
+def tool(name: str) -> dict[str, Any]:
+    return sized(
+        {"name": name, "description": "", "input_schema": {"type": "object"}}, 300, "description"
+    )
+
+
+def conversation(
+    turns: int,
+    *,
+    model: str = "claude-sonnet-4-5",
+    ttl: str | None = None,
+    tools: tuple[str, ...] = ("alpha", "beta", "gamma"),
+    system_tokens: int = 1200,
+) -> dict[str, Any]:
+    """A Messages body of `turns` user turns (answers between), marked at the last user block."""
+    mark = {**MARK, "ttl": ttl} if ttl else MARK
+    messages: list[dict[str, Any]] = []
+    for turn in range(turns):
+        messages.append({"role": "user", "content": [text_block(200 + turn)]})
+        if turn < turns - 1:
+            messages.append({"role": "assistant", "content": [text_block(150)]})
+    messages[-1]["content"][-1]["cache_control"] = mark
+    return {
+        "model": model,
+        "max_tokens": 256,
+        "tools": [tool(name) for name in tools],
+        "system": [text_block(system_tokens)],
+        "messages": messages,
+    }
+
+
+def entry(
+    body: dict[str, Any], start: float | None = None, end: float | None = None, **extra: Any
+) -> str:
+    value: dict[str, Any] = {"url": ANTHROPIC_URL, "body": body, **extra}
+    if start is not None:
+        value["time"] = {"start": start, "end": end if end is not None else start + 5}
+    return json.dumps(value)
+
+
+def answer(read: int, written: int, uncached: int = 0, reason: str | None = None) -> dict[str, Any]:
+    usage = {
+        "input_tokens": uncached,
+        "cache_read_input_tokens": read,
+        "cache_creation_input_tokens": written,
+        "cache_creation": {"ephemeral_5m_input_tokens": written, "ephemeral_1h_input_tokens": 0},
+        "output_tokens": 100,
+    }
+    body: dict[str, Any] = {"type": "message", "usage": usage}
+    if reason is not None:
+        body["diagnostics"] = {"cache_miss_reason": {"type": reason}}
+    return body
