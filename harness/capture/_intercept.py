@@ -31,6 +31,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Final
 
 from harness._errors import UsageError
+from harness.capture import _urllib3
 from harness.capture._transport import capture_transport, installed_libraries, missing_library
 
 if TYPE_CHECKING:
@@ -80,8 +81,15 @@ def _libraries() -> list[Any]:
     return [importlib.import_module(name) for name in names]
 
 
+def _current() -> tuple[CaptureSession, CaptureConfig] | None:
+    with _lock:
+        return _active[-1] if _active else None
+
+
 def _install() -> None:
-    for module in _libraries():
+    modules = _libraries()
+    _urllib3.install(_current, modules[-1])  # requests and botocore (boto3) send through it
+    for module in modules:
         for kind in (module.Client, module.AsyncClient):
             if kind in _originals:  # httpx aliased to httpx2: the same classes
                 continue
@@ -91,6 +99,7 @@ def _install() -> None:
 
 
 def _uninstall() -> None:
+    _urllib3.uninstall()
     for kind, original in _originals.items():
         setattr(kind, _PATCHED, original)
     _originals.clear()
