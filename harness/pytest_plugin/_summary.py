@@ -53,6 +53,12 @@ def write_summary(
             write(f"  {moves_line(nodeid, reason, s)}")
     for line in chain_lines(s):
         write(line)
+    if s.no_requests:
+        write(
+            f"{len(s.no_requests)} test(s) marked header_capture captured no request:", yellow=True
+        )
+        for nodeid, policy in s.no_requests:
+            write(f"  {nodeid} ({'failed' if policy == 'fail' else 'warned'})", yellow=True)
     for path in s.written:
         write(f"wrote {path}")
     for problem in s.unwritten:
