@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from harness.capture._config import CaptureConfig
     from harness.capture._session import CaptureSession
 
-__all__ = ["install", "uninstall"]
+__all__ = ["Body", "body_bytes", "install", "text", "uninstall"]
 
 _DEFAULT_PORTS: Final = {"http": 80, "https": 443}
 _originals: dict[str, Any] = {}
@@ -70,7 +70,7 @@ def _origin(pool: Any) -> tuple[str, str]:
     return scheme, f"{host}:{port}"
 
 
-def _body_bytes(body: Any) -> bytes:
+def body_bytes(body: Any) -> bytes:
     if body is None:
         return b""
     if isinstance(body, bytes | bytearray | memoryview):
@@ -83,7 +83,7 @@ def _body_bytes(body: Any) -> bytes:
     return b"".join(part.encode("utf-8") if isinstance(part, str) else bytes(part) for part in body)
 
 
-def _text(value: Any) -> str:
+def text(value: Any) -> str:
     """A header name or value as text (botocore sends bytes)."""
     if isinstance(value, bytes | bytearray):
         return bytes(value).decode("latin-1")
@@ -103,8 +103,8 @@ def _patched(original: Any, current: Current, httpx_module: Any) -> Any:
         from harness.capture._transport import capture_transport
 
         full = url if "://" in url else f"{scheme}://{host}{url}"
-        data = _body_bytes(body)
-        headers = [(_text(k), _text(v)) for k, v in dict(kw.get("headers") or {}).items()]
+        data = body_bytes(body)
+        headers = [(text(k), text(v)) for k, v in dict(kw.get("headers") or {}).items()]
         request = httpx_module.Request(method, full, headers=headers, content=data)
         upstream = _upstream_class(httpx_module)(original, pool, url, kw)
         transport = capture_transport(session, httpx_module, upstream=upstream)
@@ -116,15 +116,15 @@ def _patched(original: Any, current: Current, httpx_module: Any) -> Any:
     return urlopen
 
 
-class _Body(io.RawIOBase):
+class Body(io.RawIOBase):
     """An httpx answer's body as the file urllib3 reads: chunk by chunk, as it arrives."""
 
-    def __init__(self, response: Any) -> None:
+    def __init__(self, response: Any, head: bytes = b"") -> None:
         self._response = response
         # a replayed answer is read already (built on its bytes); a forwarded one streams
         read = response.is_stream_consumed and hasattr(response, "_content")
         self._chunks: Iterator[bytes] = iter([response.content] if read else response.iter_raw())
-        self._left = b""
+        self._left = head
 
     def readable(self) -> bool:
         return True
@@ -156,7 +156,7 @@ def _urllib3_response(response: Any, method: str, url: str, kw: dict[str, Any]) 
     for name, value in response.headers.multi_items():
         headers.add(name, value)
     return HTTPResponse(
-        body=_Body(response),
+        body=Body(response),
         headers=headers,
         status=response.status_code,
         reason=response.reason_phrase,

@@ -1,9 +1,9 @@
-"""Capture beyond httpx (issue 23): boto3 (botocore) and requests, through urllib3, code untouched.
+"""Capture beyond httpx (issue 23): boto3 (botocore), requests and urllib, code untouched.
 
 A user's project as it is: boto3's `bedrock-runtime` client (Converse, and ConverseStream with
-the AWS event-stream framing) and `requests` to an OpenAI-compatible URL, with `harness_upstream`
-a one-transport httpx stand-in. Recorded, replayed under CI with the stand-in down, and broken on
-purpose (a tool reordered between turns) so that the test fails with the report. No network.
+the AWS event-stream framing), `requests` and `urllib.request` to an OpenAI URL, with
+`harness_upstream` a one-transport httpx stand-in. Recorded, replayed under CI with the stand-in
+down, and broken on purpose (a tool reordered between turns): the test fails with the report.
 """
 
 from __future__ import annotations
@@ -86,6 +86,9 @@ def harness_upstream():
 TESTS = r"""
 import os
 
+import json
+import urllib.request
+
 import boto3
 import pytest
 import requests
@@ -128,6 +131,15 @@ def test_requests_chat_completions():
     reply = requests.post("https://api.openai.com/v1/chat/completions", json=body,
                           headers={"authorization": "Bearer sk-test-not-a-real-key-0123456789"})
     assert reply.json()["choices"][0]["message"]["content"] == "Hello."
+
+
+@pytest.mark.header_capture
+def test_urllib_chat_completions():
+    body = json.dumps({"model": "gpt-test", "messages": [{"role": "user", "content": "Hi"}]})
+    sent = urllib.request.Request("https://api.openai.com/v1/chat/completions",
+                                  data=body.encode(), headers={"content-type": "application/json"})
+    with urllib.request.urlopen(sent) as reply:
+        assert json.loads(reply.read())["choices"][0]["message"]["content"] == "Hello."
 """
 
 
@@ -139,9 +151,9 @@ def test_boto3_and_requests_are_recorded_replayed_and_gated(
     pytester.makepyfile(test_clients=TESTS)
     monkeypatch.delenv("CI", raising=False)
     recorded = inner_pytest(pytester, "-p", "no:randomly", "--harness-mode=record")
-    recorded.assert_outcomes(passed=3)
+    recorded.assert_outcomes(passed=4)
     cassettes = sorted(Path(pytester.path).rglob("*.json"))
-    assert len(cassettes) == 3, cassettes
+    assert len(cassettes) == 4, cassettes
     written = "".join(path.read_text() for path in cassettes)
     for never in ("AWS4-HMAC", "x-amz-date", "amz-sdk-invocation-id", "FwoGZXIvYXdz", "sk-test"):
         assert never not in written, never
@@ -149,7 +161,7 @@ def test_boto3_and_requests_are_recorded_replayed_and_gated(
 
     monkeypatch.setenv("CI", "true")
     monkeypatch.setenv("STAND_IN_DOWN", "1")
-    inner_pytest(pytester, "-p", "no:randomly").assert_outcomes(passed=3)
+    inner_pytest(pytester, "-p", "no:randomly").assert_outcomes(passed=4)
 
     monkeypatch.setenv("REORDER", "1")  # a tool moved between turns: replay refuses it
     broken = inner_pytest(pytester, "-p", "no:randomly", "-k", "two_turns")

@@ -14,15 +14,14 @@ from tests.support.inner import inner_pytest
 
 TESTS = """
 import socket
-import urllib.request
-
 import httpx2
 import pytest
 
 
-def canned_agent():
+def canned_agent():  # its own HTTP over a raw socket, and a canned answer when that fails
     try:
-        urllib.request.urlopen("https://api.anthropic.com/v1/messages", data=b"{}", timeout=1)
+        with socket.create_connection(("api.anthropic.com", 443), timeout=1) as connection:
+            connection.sendall(b"POST /v1/messages HTTP/1.1\\r\\n\\r\\n")
         return "live"
     except Exception:
         return "Sunny (canned)"
@@ -73,7 +72,9 @@ def test_uncaptured_clients_and_empty_tests_fail_in_check_mode(
             " through a client the capture does not see*",
         ]
     )
-    result.stdout.fnmatch_lines(["*http.client tried to reach a provider host, api.anthropic.com*"])
+    result.stdout.fnmatch_lines(
+        ["*a raw socket call in test_agent tried to reach a provider host, api.anthropic.com*"]
+    )
     result.stdout.fnmatch_lines(["*marked header_capture but captured no request*"])
     result.stdout.fnmatch_lines(
         [
