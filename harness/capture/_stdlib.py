@@ -65,7 +65,7 @@ def _request(original: Any, current: Current, httpx_module: Any) -> Any:
         body: Any = None,
         headers: Any = None,
         **kwargs: Any,
-    ) -> None:
+    ) -> Any:
         __tracebackhide__ = True
         active = current()
         if active is None or getattr(connection, "_tunnel_host", None):
