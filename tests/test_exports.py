@@ -57,6 +57,7 @@ FACES: dict[str, list[str]] = {
         "HttpRequest",
         "HttpResponse",
         "Matcher",
+        "NetworkBlocked",
         "PrefixBreak",
         "PrefixBroken",
         "PrefixChain",

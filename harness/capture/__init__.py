@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness._errors import CaptureError, CassetteMismatch, CassetteMissing
+from harness._errors import CaptureError, CassetteMismatch, CassetteMissing, NetworkBlocked
 from harness._errors import CassetteSecretLeak as SecretLeak
 from harness._paths import cassette_path_for
 from harness._secrets import REDACTED, Redaction, SecretFinding, scan_secrets
@@ -71,6 +71,7 @@ __all__ = [
     "HttpRequest",
     "HttpResponse",
     "Matcher",
+    "NetworkBlocked",
     "PrefixBreak",
     "PrefixBroken",
     "PrefixChain",
