@@ -19,7 +19,8 @@ alone, so a request is never captured twice.
 Clients on other stacks are reached at their own lowest shared layer, and sent through the same
 capture transport (decision 0019): urllib3's `HTTPConnectionPool.urlopen` for urllib3, `requests`
 and botocore (boto3) (`harness.capture._urllib3`); `http.client.HTTPConnection` for the standard
-library and `urllib.request` (`harness.capture._stdlib`).
+library and `urllib.request` (`harness.capture._stdlib`); `aiohttp.ClientSession._request` for
+aiohttp (`harness.capture._aiohttp`).
 
 The patches are installed when the first session starts intercepting and removed, originals
 restored, when the last one stops, also when the test fails. Sessions nest (the innermost one
@@ -36,7 +37,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Final
 
 from harness._errors import UsageError
-from harness.capture import _stdlib, _urllib3
+from harness.capture import _aiohttp, _stdlib, _urllib3
 from harness.capture._transport import capture_transport, installed_libraries, missing_library
 
 if TYPE_CHECKING:
@@ -95,6 +96,7 @@ def _install() -> None:
     modules = _libraries()
     _urllib3.install(_current, modules[-1])  # requests and botocore (boto3) send through it
     _stdlib.install(_current, modules[-1])  # http.client, and urllib.request above it
+    _aiohttp.install(_current, modules[-1])  # aiohttp's ClientSession (google-genai's client.aio)
     for module in modules:
         for kind in (module.Client, module.AsyncClient):
             if kind in _originals:  # httpx aliased to httpx2: the same classes
@@ -107,6 +109,7 @@ def _install() -> None:
 def _uninstall() -> None:
     _urllib3.uninstall()
     _stdlib.uninstall()
+    _aiohttp.uninstall()
     for kind, original in _originals.items():
         setattr(kind, _PATCHED, original)
     _originals.clear()

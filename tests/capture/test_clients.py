@@ -1,7 +1,7 @@
-"""Capture beyond httpx (issue 23): boto3 (botocore), requests and urllib, code untouched.
+"""Capture beyond httpx (issue 23): boto3, requests, urllib, aiohttp, code untouched.
 
 A user's project as it is: boto3's `bedrock-runtime` client (Converse, and ConverseStream with
-the AWS event-stream framing), `requests` and `urllib.request` to an OpenAI URL, with
+the AWS event-stream framing), `requests`, `urllib.request` and aiohttp to an OpenAI URL, with
 `harness_upstream` a one-transport httpx stand-in. Recorded, replayed under CI with the stand-in
 down, and broken on purpose (a tool reordered between turns): the test fails with the report.
 """
@@ -16,6 +16,7 @@ from tests.support.inner import inner_pytest
 
 pytest.importorskip("boto3")
 pytest.importorskip("requests")
+pytest.importorskip("aiohttp")
 
 CONFTEST = r'''
 import binascii
@@ -86,9 +87,11 @@ def harness_upstream():
 TESTS = r"""
 import os
 
+import asyncio
 import json
 import urllib.request
 
+import aiohttp
 import boto3
 import pytest
 import requests
@@ -140,6 +143,17 @@ def test_urllib_chat_completions():
                                   data=body.encode(), headers={"content-type": "application/json"})
     with urllib.request.urlopen(sent) as reply:
         assert json.loads(reply.read())["choices"][0]["message"]["content"] == "Hello."
+
+
+@pytest.mark.header_capture
+def test_aiohttp_chat_completions():
+    async def ask():
+        body = {"model": "gpt-test", "messages": [{"role": "user", "content": "Hi"}]}
+        async with aiohttp.ClientSession() as client:
+            async with client.post("https://api.openai.com/v1/chat/completions", json=body) as r:
+                return (await r.json())["choices"][0]["message"]["content"]
+
+    assert asyncio.run(ask()) == "Hello."
 """
 
 
@@ -151,9 +165,9 @@ def test_boto3_and_requests_are_recorded_replayed_and_gated(
     pytester.makepyfile(test_clients=TESTS)
     monkeypatch.delenv("CI", raising=False)
     recorded = inner_pytest(pytester, "-p", "no:randomly", "--harness-mode=record")
-    recorded.assert_outcomes(passed=4)
+    recorded.assert_outcomes(passed=5)
     cassettes = sorted(Path(pytester.path).rglob("*.json"))
-    assert len(cassettes) == 4, cassettes
+    assert len(cassettes) == 5, cassettes
     written = "".join(path.read_text() for path in cassettes)
     for never in ("AWS4-HMAC", "x-amz-date", "amz-sdk-invocation-id", "FwoGZXIvYXdz", "sk-test"):
         assert never not in written, never
@@ -161,7 +175,7 @@ def test_boto3_and_requests_are_recorded_replayed_and_gated(
 
     monkeypatch.setenv("CI", "true")
     monkeypatch.setenv("STAND_IN_DOWN", "1")
-    inner_pytest(pytester, "-p", "no:randomly").assert_outcomes(passed=4)
+    inner_pytest(pytester, "-p", "no:randomly").assert_outcomes(passed=5)
 
     monkeypatch.setenv("REORDER", "1")  # a tool moved between turns: replay refuses it
     broken = inner_pytest(pytester, "-p", "no:randomly", "-k", "two_turns")
