@@ -199,3 +199,88 @@ def test_a_tool_reordered_between_boto3_turns_fails_the_gate_while_recording(
 
     monkeypatch.delenv("REORDER")  # the near miss: the same order on both turns passes
     inner_pytest(pytester, "-p", "no:randomly", "--harness-mode=record", "-k", "two")
+
+
+GENAI_CONFTEST = r"""
+import json
+import os
+
+import httpx2
+import pytest
+
+ANSWER = {"candidates": [{"content": {"role": "model", "parts": [{"text": "Sunny."}]},
+                          "finishReason": "STOP"}],
+          "usageMetadata": {"promptTokenCount": 5, "candidatesTokenCount": 1,
+                            "totalTokenCount": 6}}
+
+
+def answer(request):
+    if os.environ.get("STAND_IN_DOWN"):
+        raise AssertionError(f"the stand-in was reached: {request.url}")
+    if "streamGenerateContent" in request.url.path:
+        return httpx2.Response(200, headers={"content-type": "text/event-stream"},
+                               content=f"data: {json.dumps(ANSWER)}\r\n\r\n".encode())
+    return httpx2.Response(200, json=ANSWER)
+
+
+@pytest.fixture
+def harness_upstream():
+    return httpx2.MockTransport(answer)
+"""
+
+GENAI_TESTS = r"""
+import asyncio
+import os
+
+import pytest
+from google import genai
+from google.genai import types
+
+
+def config(turn):
+    names = ["weather", "search", "calendar"]
+    if turn == 2 and os.environ.get("REORDER"):
+        names[0], names[1] = names[1], names[0]
+    declarations = [types.FunctionDeclaration(name=n, description=n) for n in names]
+    return types.GenerateContentConfig(system_instruction="Be brief.",
+                                       tools=[types.Tool(function_declarations=declarations)])
+
+
+@pytest.mark.header_capture
+def test_genai_aio_two_turns_and_a_stream():
+    async def run():
+        client = genai.Client(api_key="AIzaSy-test-not-a-real-key-0000000000")
+        contents = [types.Content(role="user", parts=[types.Part(text="Weather?")])]
+        for turn in (1, 2):
+            reply = await client.aio.models.generate_content(
+                model="gemini-test", contents=contents, config=config(turn))
+            assert reply.text == "Sunny."
+            contents += [reply.candidates[0].content,
+                         types.Content(role="user", parts=[types.Part(text="And?")])]
+        stream = await client.aio.models.generate_content_stream(
+            model="gemini-test", contents=contents, config=config(1))
+        assert "".join([chunk.text async for chunk in stream]) == "Sunny."
+
+    asyncio.run(run())
+"""
+
+
+@pytest.mark.slow
+def test_google_genai_aio_over_aiohttp_is_recorded_replayed_and_gated(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("google.genai")
+    pytester.makeconftest(GENAI_CONFTEST)
+    pytester.makepyfile(test_genai=GENAI_TESTS)
+    monkeypatch.delenv("CI", raising=False)
+    inner_pytest(pytester, "-p", "no:randomly", "--harness-mode=record").assert_outcomes(passed=1)
+    written = "".join(path.read_text() for path in Path(pytester.path).rglob("*.json"))
+    assert "generateContent" in written
+    assert "AIzaSy-test" not in written
+    monkeypatch.setenv("CI", "true")
+    monkeypatch.setenv("STAND_IN_DOWN", "1")
+    inner_pytest(pytester, "-p", "no:randomly").assert_outcomes(passed=1)
+    monkeypatch.setenv("REORDER", "1")
+    broken = inner_pytest(pytester, "-p", "no:randomly")
+    broken.assert_outcomes(failed=1)
+    broken.stdout.fnmatch_lines(["*does not match exchange 2*", "*tools reordered*"])
