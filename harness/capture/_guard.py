@@ -28,7 +28,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, Final
-from urllib.parse import urlsplit
 
 from harness._errors import NetworkBlocked
 from harness.providers._base import host_matches
@@ -103,7 +102,9 @@ def _refusal(
         return None
     if any(host_matches(p, host) for p in (*config.allowed_hosts, *config.ignore_hosts)):
         return None
-    if any((urlsplit(r.url).hostname or "") == host for r in session.requests):
+    with session.lock:
+        forwarded = host in session.hosts_seen
+    if forwarded:
         return None  # the capture forwards a request it captured: recording against the network
     provider = config.captures(host)
     if mode == "providers" and not provider:

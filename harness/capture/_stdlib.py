@@ -17,6 +17,7 @@ import http.client
 import io
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import urlsplit
 
 from harness.capture._urllib3 import Body, body_bytes, text
 
@@ -49,12 +50,15 @@ def uninstall() -> None:
     _originals.clear()
 
 
-def _host(connection: http.client.HTTPConnection) -> str:
-    host = connection.host
+def _host(connection: Any) -> str:
+    """The host the request is for: the tunnel's end through an HTTPS proxy, else the peer."""
+    host, port = connection.host, connection.port
+    if getattr(connection, "_tunnel_host", None):
+        host, port = connection._tunnel_host, connection._tunnel_port
     if ":" in host and not host.startswith("["):
         host = f"[{host}]"
     default = getattr(connection, "default_port", None)
-    return host if connection.port in (None, default) else f"{host}:{connection.port}"
+    return host if port in (None, default) else f"{host}:{port}"
 
 
 def _request(original: Any, current: Current, httpx_module: Any) -> Any:
@@ -68,15 +72,18 @@ def _request(original: Any, current: Current, httpx_module: Any) -> Any:
     ) -> Any:
         __tracebackhide__ = True
         active = current()
-        if active is None or getattr(connection, "_tunnel_host", None):
+        if active is None:
             return original(connection, method, url, body, headers or {}, **kwargs)
         session, config = active
         host = _host(connection)
+        if "://" in url:  # through a plain-HTTP proxy: the connection is the proxy's
+            host = urlsplit(url).netloc.rpartition("@")[2]
         if not config.captures(host):
             return original(connection, method, url, body, headers or {}, **kwargs)
         from harness.capture._transport import capture_transport
 
-        scheme = "https" if isinstance(connection, http.client.HTTPSConnection) else "http"
+        secure = isinstance(connection, http.client.HTTPSConnection)
+        scheme = "https" if secure or getattr(connection, "_tunnel_host", None) else "http"
         full = url if "://" in url else f"{scheme}://{host}{url}"
         pairs = [(text(k), text(v)) for k, v in dict(headers or {}).items()]
         outgoing = httpx_module.Request(method, full, headers=pairs, content=body_bytes(body))

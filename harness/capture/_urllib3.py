@@ -22,6 +22,7 @@ import importlib.util
 import io
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import urlsplit
 
 if TYPE_CHECKING:
     from harness.capture._config import CaptureConfig
@@ -98,6 +99,9 @@ def _patched(original: Any, current: Current, httpx_module: Any) -> Any:
             return original(pool, method, url, body, *args, **kw)
         session, config = active
         scheme, host = _origin(pool)
+        if "://" in url:  # through a plain-HTTP proxy: the pool is the proxy's, the URL whole
+            parts = urlsplit(url)
+            scheme, host = parts.scheme, parts.netloc.rpartition("@")[2]
         if not config.captures(host):
             return original(pool, method, url, body, *args, **kw)
         from harness.capture._transport import capture_transport
