@@ -14,7 +14,10 @@ the capture captures (every provider's, and `hosts`); `"all"`, every host; `"non
 `"auto"` (the default), `"providers"` locally and `"all"` in CI. Never blocked: loopback (the
 project's own in-process servers), `allowed_hosts`, `ignore_hosts` (let through on purpose), and
 a host the capture itself forwards a captured request to (recording against the network).
-A connection to a bare IP address resolves nothing and is not guarded.
+An IP address is guarded when the client passes it to `getaddrinfo` (`socket.create_connection`,
+urllib3 and http.client do; asyncio does not, so an aiohttp or httpx-async connection to a bare
+IP address is not); in CI that includes botocore's instance-metadata lookup (169.254.169.254)
+when no credentials are set: set them (any fake values) or allow the address.
 """
 
 from __future__ import annotations
