@@ -142,6 +142,10 @@ class CaptureError(HarnessError):
     """A request could not be answered from the cassette, or a cassette could not be written."""
 
 
+class NetworkBlocked(CaptureError):
+    """A marked test reached a host through a client the capture does not see (issue 23)."""
+
+
 class CassetteMissing(CaptureError):
     """A request has no recorded exchange (no cassette, or more requests than it holds)."""
 

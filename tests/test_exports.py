@@ -59,6 +59,7 @@ FACES: dict[str, list[str]] = {
         "HttpResponse",
         "LateRequestWarning",
         "Matcher",
+        "NetworkBlocked",
         "PrefixBreak",
         "PrefixBroken",
         "PrefixChain",

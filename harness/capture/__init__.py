@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness._errors import CaptureError, CassetteMismatch, CassetteMissing
+from harness._errors import CaptureError, CassetteMismatch, CassetteMissing, NetworkBlocked
 from harness._errors import CassetteSecretLeak as SecretLeak
 from harness._paths import cassette_path_for
 from harness._secrets import REDACTED, Redaction, SecretFinding, scan_secrets
@@ -76,6 +76,7 @@ __all__ = [
     "HttpResponse",
     "LateRequestWarning",
     "Matcher",
+    "NetworkBlocked",
     "PrefixBreak",
     "PrefixBroken",
     "PrefixChain",

@@ -128,14 +128,22 @@ FRAMING: Final = frozenset(
 # Per-machine and per-attempt request headers: dropped so a re-record elsewhere is identical.
 _VOLATILE_REQUEST: Final = frozenset(
     {"host", "user-agent", "accept-encoding", "connection", "content-length", "idempotency-key"}
+    # AWS SigV4 (botocore): the signature's date, the session token, the SDK's per-attempt ids;
+    # the signature itself (`authorization: AWS4-HMAC-SHA256 ...`) is dropped by its value.
+    | {"x-amz-date", "x-amz-security-token", "amz-sdk-invocation-id", "amz-sdk-request"}
 )
+_SIGV4: Final = "aws4-hmac-sha256"
 
 
 def request_record(
     method: str, url: str, headers: Sequence[tuple[str, str]], body: bytes
 ) -> HttpRequest:
     """A request as the cassette stores it (not yet redacted: `redacted` does that)."""
-    kept = tuple((name, value) for name, value in headers if not _volatile_request_header(name))
+    kept = tuple(
+        (name, value)
+        for name, value in headers
+        if not _volatile_request_header(name) and not _signature(name, value)
+    )
     return HttpRequest(method=method, url=url, headers=kept, **_body_fields(body, sse=False))
 
 
@@ -207,6 +215,11 @@ def secret_values(capture: CaptureFile, redaction: Redaction) -> list[str]:
 def load_cassette(path: Path) -> CaptureFile:
     """Read a cassette strictly (a `FixtureError` names the file and the problem)."""
     return read(path, CaptureFile)
+
+
+def _signature(name: str, value: str) -> bool:
+    """A SigV4 `authorization` header: new at every request, and a credential."""
+    return name.lower() == "authorization" and value.strip().lower().startswith(_SIGV4)
 
 
 def _volatile_request_header(name: str) -> bool:

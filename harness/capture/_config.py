@@ -16,6 +16,9 @@ Like pytest-recording's `vcr_config`, the fixture returns a dict (or a `CaptureC
             "prefix_chain": True,                   # the prefix-chain gate (on by default)
             "rules": "harness-rules.json",          # rules rows (a file, or a list of rows)
             "prices": "harness-prices.json",        # price rows (a negotiated rate)
+            "block_network": "auto",                # "providers", "all" or "none" (below)
+            "allowed_hosts": ["search.internal"],   # hosts a client may reach uncaptured
+            "no_requests": "auto",                  # "warn", "fail" or "ignore" (below)
         }
 
 `rules` adds rows to the rules pack for the test (asked before the shipped rows: a row for a
@@ -23,6 +26,13 @@ model the pack does not know, a setting the project knows to be bookkeeping); a 
 or a list of row objects (`harness rules --format json` shows the shape). `prices` adds price
 rows the same way (`harness.cost._prices`: a negotiated rate, asked before the list prices), for
 the cache budget (`@pytest.mark.cache_budget`).
+
+No silent pass (`harness.capture._guard`): under `@pytest.mark.header_capture`, a client the
+capture does not see (a raw socket, a library not intercepted) that resolves a provider's host
+fails the test, in one line naming the host and the library; `block_network="all"` blocks every
+host but loopback and `allowed_hosts`, and `"auto"` (the default) is `"providers"` locally and
+`"all"` in CI. A marked test that captured no request is warned about in record modes and fails
+in check mode (`no_requests="auto"`).
 
 Redaction adds to the defaults, never replaces them: a project cannot switch off the redaction
 of `authorization` by forgetting it. An unknown key, or a value of the wrong type, is a
@@ -34,7 +44,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields, replace
-from typing import Any
+from typing import Any, Final
 
 from harness._errors import UsageError
 from harness._secret_shapes import SECRET_PATTERNS, SecretPattern
@@ -62,6 +72,9 @@ class CaptureConfig:
     prefix_chain: bool = True
     rules: tuple[Any, ...] = ()
     prices: tuple[Any, ...] = ()
+    block_network: str = "auto"
+    allowed_hosts: tuple[str, ...] = ()
+    no_requests: str = "auto"
 
     @classmethod
     def of(cls, value: object, *, where: str = "harness_capture_config") -> CaptureConfig:
@@ -121,12 +134,24 @@ def _strings(key: str, value: Any, where: str) -> tuple[str, ...]:
     return items
 
 
+_CHOICES: Final = {
+    "block_network": ("auto", "providers", "all", "none"),
+    "no_requests": ("auto", "warn", "fail", "ignore"),
+}
+
+
 def _parsed(key: str, value: Any, where: str) -> Any:
+    if key in _CHOICES:
+        if value not in _CHOICES[key]:
+            raise UsageError(
+                f"{where}: {key} takes one of {', '.join(map(repr, _CHOICES[key]))}, not {value!r}"
+            )
+        return value
     if key in ("redact_headers", "redact_query"):
         return frozenset(item.lower() for item in _strings(key, value, where))
     if key == "allow":
         return frozenset(_strings(key, value, where))
-    if key in ("hosts", "ignore_hosts"):
+    if key in ("hosts", "ignore_hosts", "allowed_hosts"):
         return tuple(item.lower() for item in _strings(key, value, where))
     if key == "secret_patterns":
         if isinstance(value, str | re.Pattern) or not isinstance(value, Iterable):

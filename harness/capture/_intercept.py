@@ -16,6 +16,12 @@ client's own transport (the network, a proxy, or a mock the code set up). Every 
 the client's own transport untouched. A client already built on a capture transport is left
 alone, so a request is never captured twice.
 
+Clients on other stacks are reached at their own lowest shared layer, and sent through the same
+capture transport (decision 0019): urllib3's `HTTPConnectionPool.urlopen` for urllib3, `requests`
+and botocore (boto3) (`harness.capture._urllib3`); `http.client.HTTPConnection` for the standard
+library and `urllib.request` (`harness.capture._stdlib`); `aiohttp.ClientSession._request` for
+aiohttp (`harness.capture._aiohttp`).
+
 The patches are installed when the first session starts intercepting and removed, originals
 restored, when the last one stops, also when the test fails. Sessions nest (the innermost one
 captures); the active sessions are process-wide, not per thread, because frameworks send from
@@ -40,7 +46,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from harness import _printer
 from harness._errors import CaptureError, UsageError
-from harness.capture import _owner
+from harness.capture import _aiohttp, _owner, _stdlib, _urllib3
 from harness.capture._transport import (
     capture_transport,
     installed_libraries,
@@ -102,7 +108,11 @@ def _libraries() -> list[Any]:
 
 def _install() -> None:
     _owner.install()
-    for module in _libraries():
+    modules = _libraries()
+    _urllib3.install(_capturing, modules[-1])  # requests and botocore (boto3) send through it
+    _stdlib.install(_capturing, modules[-1])  # http.client, and urllib.request above it
+    _aiohttp.install(_capturing, modules[-1])  # aiohttp's ClientSession (google-genai's client.aio)
+    for module in modules:
         for kind in (module.Client, module.AsyncClient):
             if kind in _originals:  # httpx aliased to httpx2: the same classes
                 continue
@@ -112,6 +122,9 @@ def _install() -> None:
 
 
 def _uninstall() -> None:
+    _urllib3.uninstall()
+    _stdlib.uninstall()
+    _aiohttp.uninstall()
     for kind, original in _originals.items():
         setattr(kind, _PATCHED, original)
     _originals.clear()

@@ -22,6 +22,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
+from urllib.parse import urlsplit
 
 import msgspec
 
@@ -130,6 +131,7 @@ class CaptureSession:
         self._appended = False
         self._boundaries: list[int] = []
         self._proofs: list[ProofState] = []
+        self.hosts_seen: set[str] = set()  # every request's host, prove_stable builds' too
         self._open: list[Recording] = []  # forwarded answers still streaming
         self._default_upstreams: dict[tuple[str, bool], object] = {}
         given: str | None = None
@@ -266,6 +268,12 @@ class CaptureSession:
 
     # -- prove_stable support -------------------------------------------------------------------
 
+    @property
+    def proving_calls(self) -> int:
+        """How many prove_stable calls this session served."""
+        with self.lock:
+            return len(self._proofs)
+
     def proving(self, units: Sequence[str]) -> ProofRun:
         """Start one prove_stable call: its builds get answers by position (see `Proof`)."""
         with self.lock:
@@ -360,6 +368,7 @@ class CaptureSession:
             split = split_exchange(method, url, headers, body)
             captured = Captured(len(self._requests) + 1, method, url, tuple(headers), body, split)
             captured.sent_ns = sent
+            self.hosts_seen.add((urlsplit(url).hostname or "").lower())
             if proof is not None:
                 try:
                     return proof.receive(captured, self)

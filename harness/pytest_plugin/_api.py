@@ -44,6 +44,7 @@ PROP_USED: Final = "harness_fixture_used"
 PROP_MOVES: Final = "harness_moves_header"
 PROP_CHAIN: Final = "harness_prefix_chain"  # a captured test's gate: coverage, moves, exemption
 PROP_FINDINGS: Final = "harness_rule_findings"  # a captured test's cache-rule findings
+PROP_EMPTY: Final = "harness_no_requests"  # a marked test that captured nothing: warn or fail
 PROP_PRINTED: Final = "harness_printed"  # the worker printer's words (`_printer.exported`)
 # The teardown report's attribute that carries a test's messages to the controller.
 MESSAGES_ATTRIBUTE: Final = "harness_messages"

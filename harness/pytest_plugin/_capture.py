@@ -33,6 +33,7 @@ from harness._ci import writes_allowed
 from harness._errors import CaptureError, CassetteMismatch, FixtureError, HarnessError
 from harness.pytest_plugin._api import (
     PROP_CHAIN,
+    PROP_EMPTY,
     PROP_FINDINGS,
     PROP_USED,
     fail,
@@ -56,8 +57,10 @@ __all__ = [
     "drift_first",
     "finish",
     "gate",
+    "guard",
     "intercepting",
     "lint_sessions",
+    "no_requests",
     "record_chain",
     "rule_findings",
     "rules_for",
@@ -109,11 +112,54 @@ def intercepting(session: CaptureSession) -> Iterator[None]:
         problem = None
         try:
             stack.enter_context(session.intercept())
+            stack.enter_context(guard(session))
         except HarnessError as error:
             problem = str(error)
         if problem is not None:
             fail(f"harness: {problem}")
         yield
+
+
+def guard(session: CaptureSession) -> Any:
+    """No silent pass: a client the capture does not see fails the test (`_guard`)."""
+    from harness._ci import detect_ci
+    from harness.capture._guard import guarding
+
+    return guarding(session, session.config, ci=detect_ci() is not None)
+
+
+def no_requests(item: pytest.Item, session: CaptureSession, settings: RunState) -> None:
+    """A marked test that captured no request: a warning in record modes, a failure in check
+    mode (`no_requests` in harness_capture_config); the summary lists it either way."""
+    __tracebackhide__ = True
+    from harness._record_mode import RecordMode
+
+    policy = session.config.no_requests
+    if policy == "ignore" or item.get_closest_marker(MARKER) is None:
+        return
+    if session.hosts_seen or session.proving_calls:  # prove_stable may judge returned headers
+        return
+    if policy == "auto":
+        policy = "fail" if settings.mode == RecordMode.CHECK else "warn"
+    send(item, PROP_EMPTY, policy)
+    text = (
+        f"harness: the test is marked {MARKER} but captured no request: its agent reached no"
+        " provider through a client the capture sees, so nothing was recorded or gated (set"
+        ' no_requests="ignore" in harness_capture_config, or the marker, if that is expected)'
+    )
+    if policy == "fail":
+        fail(text)
+    path, line, _ = item.location
+    warnings.warn_explicit(
+        NoRequestsWarning(text.removeprefix("harness: ")),
+        NoRequestsWarning,
+        filename=str(item.config.rootpath / path),
+        lineno=(line or 0) + 1,
+    )
+
+
+class NoRequestsWarning(UserWarning):
+    """A test marked header_capture captured no request (record modes; check mode fails it)."""
 
 
 def gate(item: pytest.Item, session: CaptureSession, settings: RunState) -> None:
@@ -135,8 +181,9 @@ def gate(item: pytest.Item, session: CaptureSession, settings: RunState) -> None
             filename=str(item.config.rootpath / path),
             lineno=(line or 0) + 1,
         )
-    if session.errors:  # replay errors that the code under test may have swallowed
+    if session.errors:  # replay errors (and blocked clients) the code under test may swallow
         fail("\n\n".join(map(str, _distinct(session.errors))))
+    no_requests(item, session, settings)
     errors = [finding for finding in rule_findings(item, session, settings) if _fails(finding)]
     gated = session.config.prefix_chain and session.moves_header is None
     breaks = session.prefix_breaks() if gated else []

@@ -28,6 +28,7 @@ from harness.pytest_plugin._api import (
     MESSAGES_ATTRIBUTE,
     PROP_CHAIN,
     PROP_DRIFT,
+    PROP_EMPTY,
     PROP_FINDINGS,
     PROP_MOVES,
     PROP_PRINTED,
@@ -71,6 +72,8 @@ class Controller:
                 take_chain(state, report.nodeid, value)
             elif key == PROP_FINDINGS:
                 state.findings.extend(value)
+            elif key == PROP_EMPTY:
+                state.no_requests.append((report.nodeid, str(value)))
 
     def _write(self, path: Path, data: bytes, nodeid: str) -> None:
         digest = hashlib.sha256(data).digest()

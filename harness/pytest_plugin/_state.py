@@ -55,6 +55,7 @@ class RunState:
     chain_judged: Counter[str] = field(default_factory=Counter)  # of those, judged
     chain_unrecognised: int = 0  # captured requests no provider claimed
     stale: set[str] = field(default_factory=set)  # moves_header tests whose header did not move
+    no_requests: list[tuple[str, str]] = field(default_factory=list)  # (nodeid, "warn"/"fail")
     # what decides which recordings the run proved unused (`harness.pytest_plugin._unused`)
     used: set[str] = field(default_factory=set)  # resolved paths tests reported using
     collected: set[str] = field(default_factory=set)  # node ids of the collected tests

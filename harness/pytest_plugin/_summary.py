@@ -61,6 +61,12 @@ def write_summary(
         write(line)
     for line in rules_lines(s):
         write(line)
+    if s.no_requests:
+        write(
+            f"{len(s.no_requests)} test(s) marked header_capture captured no request:", yellow=True
+        )
+        for nodeid, policy in s.no_requests:
+            write(f"  {nodeid} ({'failed' if policy == 'fail' else 'warned'})", yellow=True)
     for path in s.written:
         write(f"wrote {path}")
     for problem in s.unwritten:

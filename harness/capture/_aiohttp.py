@@ -1,0 +1,181 @@
+"""Intercept aiohttp (`ClientSession`: google-genai's `client.aio`, litellm's aiohttp transport).
+
+Every request of an `aiohttp.ClientSession` goes through `ClientSession._request` (`get`, `post`,
+`request`, `async with session.post(...)`). While a capture session is on, a request to a captured
+host is turned into an `httpx` request (the session's base URL, default headers, `params`, and a
+`json=` or `data=` body encoded as aiohttp would) and sent through the capture session's async
+httpx transport: recorded, replayed, matched and gated like httpx traffic; `harness_upstream`
+serves it in record mode, or, without one, httpx sends it to the network. The answer comes back
+as an `aiohttp.ClientResponse` whose `content` is fed as the capture's answer arrives (a stream
+reaches `readline()` and `iter_chunked()` as it is written). Every other host is not touched.
+
+aiohttp is imported only when the project already has it installed; it is never a dependency.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import importlib.util
+import json as json_module
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlencode
+
+from harness.capture._urllib3 import text
+
+if TYPE_CHECKING:
+    from harness.capture._config import CaptureConfig
+    from harness.capture._session import CaptureSession
+
+__all__ = ["install", "uninstall"]
+
+Current = Callable[[], "tuple[CaptureSession, CaptureConfig] | None"]
+_originals: dict[str, Any] = {}
+
+
+def install(current: Current, httpx_module: Any) -> None:
+    """Patch `ClientSession._request` if aiohttp is installed (else nothing)."""
+    try:
+        if _originals or importlib.util.find_spec("aiohttp") is None:
+            return
+    except (ImportError, ValueError):
+        return
+    kind = importlib.import_module("aiohttp").ClientSession
+    _originals["_request"] = kind.__dict__["_request"]
+    kind._request = _patched(_originals["_request"], current, httpx_module)
+
+
+def uninstall() -> None:
+    original = _originals.pop("_request", None)
+    if original is not None:
+        importlib.import_module("aiohttp").ClientSession._request = original
+
+
+def _patched(original: Any, current: Current, httpx_module: Any) -> Any:
+    async def _request(client: Any, method: str, str_or_url: Any, **kwargs: Any) -> Any:
+        __tracebackhide__ = True
+        active = current()
+        if active is None:
+            return await original(client, method, str_or_url, **kwargs)
+        session, config = active
+        url = _url(client, str_or_url, kwargs.get("params"))
+        host = url.host if url.explicit_port is None else f"{url.host}:{url.port}"
+        if not config.captures(str(host)):
+            return await original(client, method, str_or_url, **kwargs)
+        from harness.capture._transport import capture_transport
+
+        headers, body = _headers_and_body(client, kwargs)
+        request = httpx_module.Request(method, str(url), headers=headers, content=body)
+        transport = capture_transport(session, httpx_module, upstream=None)
+        answer = await transport.handle_async_request(request)
+        return _client_response(client, method, url, request, answer, len(body))
+
+    _request.__doc__ = original.__doc__
+    _request.__wrapped__ = original  # type: ignore[attr-defined]
+    return _request
+
+
+def _url(client: Any, str_or_url: Any, params: Any) -> Any:
+    from yarl import URL
+
+    url = URL(str(str_or_url))
+    base = getattr(client, "_base_url", None)
+    if base is not None and not url.is_absolute():
+        url = base.join(url)
+    if params:
+        url = url.extend_query(params)
+    return url
+
+
+def _headers_and_body(client: Any, kwargs: dict[str, Any]) -> tuple[list[tuple[str, str]], bytes]:
+    from multidict import CIMultiDict
+
+    headers: CIMultiDict[str] = CIMultiDict(getattr(client, "_default_headers", None) or {})
+    for name, value in CIMultiDict(kwargs.get("headers") or {}).items():
+        headers[name] = value
+    body = b""
+    if kwargs.get("json") is not None:
+        serialize = getattr(client, "_json_serialize", json_module.dumps)
+        body = serialize(kwargs["json"]).encode("utf-8")
+        headers.setdefault("Content-Type", "application/json")
+    elif kwargs.get("data") is not None:
+        data = kwargs["data"]
+        if isinstance(data, bytes | bytearray):
+            body = bytes(data)
+        elif isinstance(data, str):
+            body = data.encode("utf-8")
+        elif isinstance(data, dict):
+            body = urlencode(data).encode("ascii")
+            headers.setdefault("Content-Type", "application/x-www-form-urlencoded")
+        else:
+            body = bytes(getattr(data, "_value", b"")) or str(data).encode("utf-8")
+    return [(text(k), text(v)) for k, v in headers.items()], body
+
+
+class _Written:
+    """What aiohttp asks of the request writer of an answered request: its size."""
+
+    def __init__(self, size: int) -> None:
+        self.output_size = size
+
+
+def _client_response(
+    client: Any, method: str, url: Any, request: Any, answer: Any, size: int
+) -> Any:
+    from aiohttp import ClientResponse
+    from aiohttp.base_protocol import BaseProtocol
+    from aiohttp.client_reqrep import RequestInfo
+    from aiohttp.helpers import TimerNoop
+    from aiohttp.streams import StreamReader
+    from multidict import CIMultiDict, CIMultiDictProxy
+
+    loop = asyncio.get_running_loop()
+    sent = CIMultiDictProxy(CIMultiDict(list(request.headers.items())))
+    response = ClientResponse(
+        method,
+        url,
+        writer=None,
+        continue100=None,
+        timer=TimerNoop(),
+        request_info=RequestInfo(url, method, sent, url),
+        traces=[],
+        loop=loop,
+        session=client,
+        stream_writer=_Written(size),  # type: ignore[arg-type]
+    )
+    pairs = list(answer.headers.multi_items())
+    response.status = answer.status_code
+    response.reason = answer.reason_phrase
+    response._headers = CIMultiDictProxy(CIMultiDict(pairs))
+    response._raw_headers = tuple((k.encode("latin-1"), v.encode("latin-1")) for k, v in pairs)
+    content = StreamReader(_protocol(BaseProtocol)(loop), 2**16, loop=loop)
+    response.content = content
+    if answer.is_stream_consumed and hasattr(answer, "_content"):  # replayed: whole already
+        content.feed_data(answer.content)
+        content.feed_eof()
+    else:
+        response._harness_feed = loop.create_task(_feed(answer, content))  # type: ignore[attr-defined]
+    return response
+
+
+_PROTOCOLS: list[type[Any]] = []
+
+
+def _protocol(base: type[Any]) -> type[Any]:
+    """A protocol that stays "connected" while the capture feeds the answer (no socket)."""
+    if not _PROTOCOLS:
+        _PROTOCOLS.append(type("CaptureFeed", (base,), {"connected": property(lambda _: True)}))
+    return _PROTOCOLS[0]
+
+
+async def _feed(answer: Any, content: Any) -> None:
+    try:
+        async for chunk in answer.aiter_raw():
+            content.feed_data(chunk)
+    except Exception as error:  # the upstream failed mid-answer: the reader sees it
+        content.set_exception(error)
+        return
+    finally:
+        await answer.aclose()
+    content.feed_eof()
