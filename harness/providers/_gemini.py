@@ -45,7 +45,6 @@ def model_in(url: str | None) -> str | None:
 
 class Gemini(Provider):
     name = GEMINI
-    hosts = ("generativelanguage.googleapis.com", "*aiplatform.googleapis.com")
     reasons = Vocabulary(blocks={"contents": "messages_changed"})
 
     def claims(self, body: Mapping[str, Any], url: str | None) -> bool:

@@ -103,7 +103,6 @@ def cached_usage(provider: str, response: Any, total: str, details: str) -> Cach
 
 class OpenAIChat(Provider):
     name = OPENAI_CHAT
-    hosts = ("api.openai.com", "*.openai.azure.com")
 
     def claims(self, body: Mapping[str, Any], url: str | None) -> bool:
         if url is not None:
@@ -131,7 +130,6 @@ class OpenAIChat(Provider):
 
 class OpenAIResponses(Provider):
     name = OPENAI_RESPONSES
-    hosts = ("api.openai.com", "*.openai.azure.com")
     # `prompt_cache_diagnostics` words: the input and the text format have their own.
     reasons = Vocabulary(
         blocks={"input": "input_changed", "response_format": "text_format_changed"}
