@@ -41,11 +41,12 @@ from typing import Any, Final, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
 from harness._errors import Drift
-from harness._views import CacheView, RequestSplit, encode_json, prompt_size
+from harness._views import OPAQUE, CacheView, RequestSplit, encode_json, prompt_size
 from harness.drift._compare import compare
 from harness.drift._report import DriftReport
 from harness.drift._wording import BYTES_PER_TOKEN, UNCERTAIN_KINDS
 from harness.providers import split_request
+from harness.providers._opaque import BODY, extends
 
 __all__ = [
     "CONVERSATION_BLOCKS",
@@ -255,7 +256,10 @@ def _entry(item: Any, position: int) -> _Entry | None:
 
 
 def _conversation(view: CacheView) -> Any:
-    return next((view.blocks[name] for name in CONVERSATION_BLOCKS if name in view.blocks), None)
+    blocks = view.blocks
+    if view.provider == OPAQUE and isinstance(blocks.get(BODY), dict):
+        blocks = blocks[BODY]  # an opaque JSON body: its own conversation member, if any
+    return next((blocks[name] for name in CONVERSATION_BLOCKS if name in blocks), None)
 
 
 def _judge(a: _Entry, b: _Entry) -> PrefixBreak | None:
@@ -264,7 +268,10 @@ def _judge(a: _Entry, b: _Entry) -> PrefixBreak | None:
     if b.stored:  # the conversation lives on the server: judge what is sent again
         prefix, view = _without_conversation(prefix), _without_conversation(view)
     prefix, view = _strip_pair(prefix, view, markers)
-    candidate = _cut_like(prefix, view, cut_content=bool(a.split.markers))
+    if OPAQUE in (prefix.provider, view.provider):
+        candidate = _opaque_cut(prefix, view)
+    else:
+        candidate = _cut_like(prefix, view, cut_content=bool(a.split.markers))
     report = compare(
         prefix,
         candidate,
@@ -284,6 +291,14 @@ def _judge(a: _Entry, b: _Entry) -> PrefixBreak | None:
         bytes_lost=size - kept,
         endpoint=b.endpoint if b.endpoint != b.split.provider else "",
     )
+
+
+def _opaque_cut(prefix: CacheView, view: CacheView) -> CacheView:
+    """An opaque body cut to the earlier one's shape where it may have grown (`_opaque`)."""
+    if BODY not in prefix.blocks or BODY not in view.blocks:
+        return view
+    body = extends(prefix.blocks[BODY], view.blocks[BODY])
+    return CacheView(settings=view.settings, blocks={BODY: body}, provider=view.provider)
 
 
 def _goes_back(a: _Entry, b: _Entry, markers: tuple[str, ...]) -> bool:

@@ -58,8 +58,8 @@ def diff_tools(a: Any, b: Any) -> ToolDiff:
         (index for index, (x, y) in enumerate(zip(names_a, names_b, strict=False)) if x != y),
         None if len(names_a) == len(names_b) else min(len(names_a), len(names_b)),
     )
-    if list_a is None or list_b is None:  # not a list of tools on one side
-        return ToolDiff(names_a, names_b, "content", (), (), mismatch, (), places_b)
+    if list_a is None or list_b is None:  # not a list of tools on one side: no names to compare
+        return ToolDiff(names_a, names_b, "tools-shape", (), (), mismatch, (), places_b)
     counts_a, counts_b = Counter(names_a), Counter(names_b)
     added = _multiset_minus(names_b, counts_a)
     removed = _multiset_minus(names_a, counts_b)
@@ -145,7 +145,7 @@ def tools_sentence(
         if at and not at.startswith(where):
             sentence += (f"; first difference at {at}",)
         return sentence
-    if kind == "content":
+    if kind == "content" and tools.names_a == tools.names_b:
         named = ('tool "', *_named(tool), f'"{by} changed') if tool else ("tools changed",)
         return (*named, f" (same names, same order) at {show_pointer(at)}")
     return (*tool_changes(tools), f"{by} at {show_pointer(at)}")

@@ -1,0 +1,85 @@
+"""A body no provider claims, on a captured host, is still gated: as opaque bytes, whole.
+
+Requests go through a capture session's client to a stand-in upstream; the session's
+`prefix_chain()` is what the plugin gates every captured test on, and `harness check` walks a
+cassette's requests the same way.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx2
+import pytest
+
+from harness.capture import CaptureSession
+
+UNKNOWN = "https://api.cohere.com/v1/some-route"
+LOCAL = "http://localhost:11434/api/chat"
+
+
+def session() -> CaptureSession:
+    return CaptureSession(
+        upstream=httpx2.MockTransport(lambda request: httpx2.Response(200, json={"ok": True}))
+    )
+
+
+def body(turns: list[str], tools: tuple[str, ...] = ("alpha", "beta", "gamma")) -> dict[str, Any]:
+    return {
+        "model": "m",
+        "messages": [{"role": "user", "content": text} for text in turns],
+        "tools": [{"type": "function", "function": {"name": name}} for name in tools],
+    }
+
+
+def post(capture: CaptureSession, url: str, content: bytes | dict[str, Any]) -> None:
+    data = content if isinstance(content, bytes) else json.dumps(content).encode()
+    capture.httpx2_client().post(url, content=data)
+
+
+@pytest.mark.parametrize("url", [UNKNOWN, LOCAL])
+def test_a_growing_conversation_in_an_unknown_body_passes(url: str) -> None:
+    capture = session()
+    for turns in (["a"], ["a", "b"], ["a", "b", "c"]):
+        post(capture, url, body(turns))
+    chain = capture.prefix_chain()
+    assert chain.breaks == [] and chain.seen["opaque"] == 3 and chain.judged["opaque"] == 2
+    assert chain.unrecognised == 0
+
+
+def test_a_tool_reordered_in_an_unknown_body_is_a_break_said_to_be_judged_as_opaque_bytes() -> None:
+    capture = session()
+    post(capture, UNKNOWN, body(["a"]))
+    post(capture, UNKNOWN, body(["a", "b"], ("beta", "alpha", "gamma")))
+    (found,) = capture.prefix_breaks()
+    text = found.to_text()
+    assert found.report.kind == "opaque" and found.report.pointer.startswith("/body/tools/0")
+    assert "judged as opaque bytes" in text
+    assert "same tool names in the same order" not in text
+
+
+def test_an_edited_earlier_message_in_an_unknown_body_is_a_break() -> None:
+    capture = session()
+    post(capture, UNKNOWN, body(["a", "b"]))
+    post(capture, UNKNOWN, body(["A", "b", "c"]))
+    assert len(capture.prefix_breaks()) == 1
+
+
+def test_a_text_body_must_extend_the_earlier_bytes() -> None:
+    capture = session()
+    post(capture, LOCAL, b"question: why?")
+    post(capture, LOCAL, b"question: why? answer: because")
+    assert capture.prefix_breaks() == []
+    post(capture, LOCAL, b"Question: why? answer: because. more")
+    (found,) = capture.prefix_breaks()
+    assert found.report.kind == "opaque" and "judged as opaque bytes" in found.to_text()
+
+
+def test_a_body_that_is_not_utf8_is_judged_byte_for_byte() -> None:
+    capture = session()
+    post(capture, LOCAL, b"\xff\xfe binary")
+    post(capture, LOCAL, b"\xff\xfe binary and more")
+    assert capture.prefix_breaks() == []
+    post(capture, LOCAL, b"\xfe\xfe binary and more")
+    assert len(capture.prefix_breaks()) == 1
