@@ -21,7 +21,7 @@ from typing import Any, Final
 
 import msgspec
 
-from harness._body_text import sse_events
+from harness._body_text import response_events
 from harness._secrets import REDACTED, Redaction
 from harness.capture._captured import Captured, split_exchange
 from harness.capture._cassette import CaptureFile, Exchange, HttpRequest, load_cassette
@@ -242,10 +242,7 @@ def _usage(provider: str, exchange: Exchange) -> str:
 
 def _response_values(exchange: Exchange) -> Iterator[Any]:
     response = exchange.response
-    if not isinstance(response.json, msgspec.UnsetType):
-        yield response.json
-    if isinstance(response.lines, tuple):
-        yield from sse_events(response.lines)
+    yield from response_events(response.json, response.text, response.lines)
 
 
 def _member(value: Any, key: str) -> Any:

@@ -83,10 +83,12 @@ def tool_at(path: Sequence[str], tools_a: Any, tools_b: Any) -> str | None:
     if len(path) < 2 or path[0] != "tools" or not path[1].isdigit():
         return None
     index = int(path[1])
-    grouped = len(path) >= 4 and path[2] == _GROUP and path[3].isdigit()
+    grouped = len(path) >= 4 and path[2] in _GROUPS and path[3].isdigit()
     for tools in (tools_b, tools_a):
         if isinstance(tools, list) and index < len(tools):
-            group = tools[index].get(_GROUP) if isinstance(tools[index], dict) else None
+            group = (
+                tools[index].get(path[2]) if grouped and isinstance(tools[index], dict) else None
+            )
             if grouped and isinstance(group, list) and int(path[3]) < len(group):
                 return tool_name(group[int(path[3])])
             return tool_name(tools[index])
@@ -169,7 +171,8 @@ def tool_changes(tools: ToolDiff) -> Sentence:
     return joined
 
 
-_GROUP = "functionDeclarations"  # Gemini: one tool entry holds a list of functions
+_GROUPS = ("functionDeclarations", "function_declarations")  # Gemini: a tool holds functions
+_GROUP = _GROUPS[0]
 
 
 def _tool_list(value: Any) -> list[tuple[str, Any]] | None:
@@ -180,12 +183,20 @@ def _tool_list(value: Any) -> list[tuple[str, Any]] | None:
         return None
     found: list[tuple[str, Any]] = []
     for index, tool in enumerate(value):
-        group = tool.get(_GROUP) if isinstance(tool, dict) else None
+        key = _group_key(tool)
+        group = tool.get(key) if key is not None else None
         if isinstance(group, list):
-            found += [(f"/tools/{index}/{_GROUP}/{i}", item) for i, item in enumerate(group)]
+            found += [(f"/tools/{index}/{key}/{i}", item) for i, item in enumerate(group)]
         elif not (isinstance(tool, dict) and set(tool) == {"cachePoint"}):
             found.append((f"/tools/{index}", tool))
     return found
+
+
+def _group_key(tool: Any) -> str | None:
+    """The key of a Gemini tool's function list, camelCase or snake_case (litellm's), if any."""
+    if isinstance(tool, dict):
+        return next((key for key in _GROUPS if isinstance(tool.get(key), list)), None)
+    return None
 
 
 def _multiset_minus(items: Sequence[str], other: Counter[str]) -> tuple[str, ...]:

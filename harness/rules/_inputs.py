@@ -22,7 +22,7 @@ from typing import Any, Final
 
 import msgspec
 
-from harness._body_text import sse_events
+from harness._body_text import response_events
 from harness._errors import FixtureError
 from harness._files import read_checked, with_position
 from harness.capture._audit import find_cassettes, request_of
@@ -87,11 +87,9 @@ def requests_of_exchanges(exchanges: Sequence[Exchange]) -> list[LintRequest]:
     for index, exchange in enumerate(exchanges):
         request = exchange.request
         body = request.json if isinstance(request.json, dict) else _json_of(request.body)
-        response: Any = None
-        if not isinstance(exchange.response.json, msgspec.UnsetType):
-            response = exchange.response.json
-        elif isinstance(exchange.response.lines, tuple):
-            response = list(sse_events(exchange.response.lines))
+        answer = exchange.response
+        events = response_events(answer.json, answer.text, answer.lines)
+        response: Any = events[0] if len(events) == 1 else events or None
         found.append(
             LintRequest(
                 index,
