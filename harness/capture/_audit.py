@@ -250,8 +250,13 @@ def _member(value: Any, key: str) -> Any:
 
 
 def request_of(value: Any) -> HttpRequest | None:
-    """A recorded request as a JSON value (`{"method", "url", "json"}`), if `value` is one."""
-    if isinstance(value, dict) and {"method", "url"} <= set(value) and "json" in value:
+    """A recorded request as a JSON value (`{"method", "url", "json"}`, or `"text"` for a spaced
+    body), if `value` is one."""
+    if (
+        isinstance(value, dict)
+        and {"method", "url"} <= set(value)
+        and {"json", "text"} & set(value)
+    ):
         try:
             return msgspec.convert(value, HttpRequest)
         except msgspec.ValidationError:

@@ -146,9 +146,13 @@ def _request(value: Any, index: int, where: str) -> LintRequest:
             where, f"holds a JSON {type(value).__name__}, not an object", "one request an object"
         )
     recorded = request_of(value)
-    if recorded is not None and isinstance(recorded.json, dict):
+    if recorded is not None and isinstance(recorded.parsed, dict):
         return LintRequest(
-            index, recorded.json, url=recorded.url, headers=recorded.headers, method=recorded.method
+            index,
+            recorded.parsed,
+            url=recorded.url,
+            headers=recorded.headers,
+            method=recorded.method,
         )
     if isinstance(value.get("body"), dict) and set(value) <= _WRAPPED:
         url = value.get("url")
