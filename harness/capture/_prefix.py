@@ -13,10 +13,15 @@ Which request a request continues (the rules of decision 0008):
 - a request whose conversation is one message no earlier request opened with starts a new
   conversation: it has no history that could have broken;
 - any other request continues the latest earlier request to its endpoint (an edited first
-  message in a longer history is a break, not a new conversation).
+  message in a longer history is a break, not a new conversation);
+- a conversation inlined into one growing message (DSPy's ReAct: the system prompt and one user
+  message holding the trajectory) continues the latest one-message request to its endpoint when
+  its text extends that message's text, or holds all of it but its first line (a rewritten
+  start, which then breaks); any other one-message request starts a new conversation.
 
 "Extends" means: the same settings, every prefix block before the last one equal, and the last
-one a prefix of the next request's (the previous messages, then more). Going back to an earlier
+one a prefix of the next request's (the previous messages, then more; the last message's text may
+grow at its end, since the cache holds every byte before it). Going back to an earlier
 point of the same conversation (the same opening, a shorter history) also hits the cache. Cache
 markers (`RequestSplit.markers`: Anthropic's `cache_control`, Bedrock's `cachePoint` blocks) are
 ignored, since moving the breakpoint forward is how a conversation keeps its cache (OpenAI's
@@ -33,7 +38,6 @@ failure.
 
 from __future__ import annotations
 
-import itertools
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -42,11 +46,13 @@ from urllib.parse import urlsplit
 
 from harness._errors import Drift
 from harness._views import OPAQUE, CacheView, RequestSplit, encode_json, prompt_size
+from harness.capture._extends import cut_like, message_text, opaque_cut, strip, strip_pair
 from harness.drift._compare import compare
 from harness.drift._report import DriftReport
 from harness.drift._wording import BYTES_PER_TOKEN, UNCERTAIN_KINDS
 from harness.providers import split_request
-from harness.providers._opaque import BODY, extends
+from harness.providers._base import role
+from harness.providers._opaque import BODY
 
 __all__ = [
     "CONVERSATION_BLOCKS",
@@ -61,7 +67,6 @@ __all__ = [
 
 # The block that holds the conversation, in each provider's vocabulary.
 CONVERSATION_BLOCKS: Final = ("messages", "input", "contents")
-DEFAULT_TTL: Final = "5m"
 # Breaks the gate reports as warnings: an effect the rules do not know for certain, or a move the
 # provider makes on purpose.
 WARNING_KINDS: Final = UNCERTAIN_KINDS | {"compaction"}
@@ -179,6 +184,7 @@ class _Entry:
     opening: bytes | None  # the conversation's first message, encoded; None when it has none
     single: bool  # the conversation is one message
     position: int = 0  # 0-based place in the items
+    first: Any = None  # the conversation's first message, without markers
 
 
 def prefix_chain(items: Sequence[Any]) -> PrefixChain:
@@ -222,7 +228,11 @@ def _walk(items: Sequence[Any]) -> Iterator[tuple[_Entry | None, _Entry | None]]
             continue
         key = (entry.endpoint, entry.opening)
         previous = threads.get(key) if entry.opening is not None else None
-        if entry.stored or (previous is None and not entry.single):
+        if (
+            entry.stored
+            or (previous is None and not entry.single)
+            or (previous is None and _grows(latest.get(entry.endpoint), entry))
+        ):
             previous = latest.get(entry.endpoint)
         yield entry, previous
         latest[entry.endpoint] = threads[key] = entry
@@ -247,12 +257,37 @@ def _entry(item: Any, position: int) -> _Entry | None:
     conversation = _conversation(split.view)
     opening: bytes | None = None
     single = False
+    first: Any = None
     if isinstance(conversation, list) and conversation:
-        opening = encode_json(_strip(conversation[0], split.markers))
+        first = strip(conversation[0], split.markers)
+        opening = encode_json(first)
         single = len(conversation) == 1
     elif isinstance(conversation, str):
+        first = conversation
         opening, single = encode_json(conversation), True
-    return _Entry(number, split, stored, endpoint, opening, single, position - 1)
+    return _Entry(number, split, stored, endpoint, opening, single, position - 1, first)
+
+
+# A growing message whose first line was rewritten still continues when the rest of it, this
+# long at least, is found again in the later message.
+_REWRITTEN_REST: Final = 64
+
+
+def _grows(a: _Entry | None, b: _Entry) -> bool:
+    """Whether `b`, one message, continues `a`, one message, by inlining the conversation into
+    that message (DSPy's ReAct): its text extends `a`'s (an extension), or holds all of `a`'s
+    text but its first line (a rewritten start: the gate judges it, and it breaks)."""
+    if a is None or not (a.single and b.single):
+        return False
+    if role(a.first) != role(b.first):
+        return False
+    text_a, text_b = message_text(a.first), message_text(b.first)
+    if text_a is None or text_b is None or len(text_b) <= len(text_a):
+        return False
+    if text_b.startswith(text_a):
+        return True
+    rest = text_a.partition("\n")[2]
+    return len(rest) >= _REWRITTEN_REST and rest in text_b
 
 
 def _conversation(view: CacheView) -> Any:
@@ -267,11 +302,11 @@ def _judge(a: _Entry, b: _Entry) -> PrefixBreak | None:
     prefix, view = a.split.prefix, b.split.view
     if b.stored:  # the conversation lives on the server: judge what is sent again
         prefix, view = _without_conversation(prefix), _without_conversation(view)
-    prefix, view = _strip_pair(prefix, view, markers)
+    prefix, view = strip_pair(prefix, view, markers)
     if OPAQUE in (prefix.provider, view.provider):
-        candidate = _opaque_cut(prefix, view)
+        candidate = opaque_cut(prefix, view)
     else:
-        candidate = _cut_like(prefix, view, cut_content=bool(a.split.markers))
+        candidate = cut_like(prefix, view, cut_content=bool(a.split.markers))
     report = compare(
         prefix,
         candidate,
@@ -293,20 +328,12 @@ def _judge(a: _Entry, b: _Entry) -> PrefixBreak | None:
     )
 
 
-def _opaque_cut(prefix: CacheView, view: CacheView) -> CacheView:
-    """An opaque body cut to the earlier one's shape where it may have grown (`_opaque`)."""
-    if BODY not in prefix.blocks or BODY not in view.blocks:
-        return view
-    body = extends(prefix.blocks[BODY], view.blocks[BODY])
-    return CacheView(settings=view.settings, blocks={BODY: body}, provider=view.provider)
-
-
 def _goes_back(a: _Entry, b: _Entry, markers: tuple[str, ...]) -> bool:
     """Whether `b` is an earlier point of `a`'s conversation: `a`'s request cut to `b`'s shape."""
     if a.opening is None or a.opening != b.opening:
         return False
-    view, earlier = _strip_pair(b.split.view, a.split.view, markers)
-    return compare(view, _cut_like(view, earlier, cut_content=False)).identical
+    view, earlier = strip_pair(b.split.view, a.split.view, markers)
+    return compare(view, cut_like(view, earlier, cut_content=False)).identical
 
 
 def _without_conversation(view: CacheView) -> CacheView:
@@ -325,102 +352,3 @@ def _as_split(item: Any) -> tuple[RequestSplit | None, bool]:
         stored = "previous_response_id" in item or "conversation" in item
         return split_request(item), stored
     raise TypeError(f"cannot check the prefix of a {type(item).__name__}")
-
-
-def _cut_like(prefix: CacheView, view: CacheView, *, cut_content: bool) -> CacheView:
-    """`view` cut to the shape of `prefix`: its blocks, the last one no longer than prefix's."""
-    blocks: dict[str, Any] = {}
-    names = list(prefix.blocks)
-    for position, name in enumerate(names):
-        if name not in view.blocks:
-            continue
-        value, shape = view.blocks[name], prefix.blocks[name]
-        if position == len(names) - 1:
-            if isinstance(value, list) and isinstance(shape, list):
-                value = value[: len(shape)]
-                if cut_content and value and shape:
-                    value = [*value[:-1], _cut_message(value[-1], shape[-1])]
-            elif isinstance(value, str) and isinstance(shape, str):
-                value = value[: len(shape)]
-        blocks[name] = value
-    return CacheView(settings=view.settings, blocks=blocks, provider=view.provider)
-
-
-def _cut_message(message: Any, shape: Any) -> Any:
-    if not (isinstance(message, dict) and isinstance(shape, dict)):
-        return message
-    content, cut = message.get("content"), shape.get("content")
-    if isinstance(content, list) and isinstance(cut, list) and len(content) > len(cut):
-        return {**message, "content": content[: len(cut)]}
-    return message
-
-
-def _strip_pair(
-    a: CacheView, b: CacheView, markers: tuple[str, ...]
-) -> tuple[CacheView, CacheView]:
-    """Both views without cache markers, except a TTL that differs where both mark a place."""
-    if not markers:
-        return a, b
-    blocks_a: dict[str, Any] = {}
-    blocks_b: dict[str, Any] = {}
-    for name in [*a.blocks, *(n for n in b.blocks if n not in a.blocks)]:
-        value_a, value_b = _pair(a.blocks.get(name, _NONE), b.blocks.get(name, _NONE), markers)
-        if name in a.blocks:
-            blocks_a[name] = value_a
-        if name in b.blocks:
-            blocks_b[name] = value_b
-    return (
-        CacheView(settings=a.settings, blocks=blocks_a, provider=a.provider),
-        CacheView(settings=b.settings, blocks=blocks_b, provider=b.provider),
-    )
-
-
-_NONE: Final = object()
-
-
-def _pair(a: Any, b: Any, markers: tuple[str, ...]) -> tuple[Any, Any]:
-    if isinstance(a, dict) and isinstance(b, dict):
-        out_a: dict[str, Any] = {}
-        out_b: dict[str, Any] = {}
-        for key in [*a, *(k for k in b if k not in a)]:
-            if key in markers:
-                ttl_a, ttl_b = _ttl(a.get(key)), _ttl(b.get(key))
-                if key in a and key in b and ttl_a != ttl_b:
-                    out_a[key], out_b[key] = {"ttl": ttl_a}, {"ttl": ttl_b}
-                continue
-            value_a, value_b = _pair(a.get(key, _NONE), b.get(key, _NONE), markers)
-            if key in a:
-                out_a[key] = value_a
-            if key in b:
-                out_b[key] = value_b
-        return out_a, out_b
-    if isinstance(a, list) and isinstance(b, list):
-        items_a = [item for item in a if not _only_marker(item, markers)]
-        items_b = [item for item in b if not _only_marker(item, markers)]
-        pairs = [
-            _pair(x, y, markers)
-            for x, y in itertools.zip_longest(items_a, items_b, fillvalue=_NONE)
-        ]
-        return (
-            [x for x, _ in pairs[: len(items_a)]],
-            [y for _, y in pairs[: len(items_b)]],
-        )
-    return _strip(a, markers), _strip(b, markers)
-
-
-def _strip(value: Any, markers: tuple[str, ...]) -> Any:
-    if isinstance(value, dict):
-        return {k: _strip(v, markers) for k, v in value.items() if k not in markers}
-    if isinstance(value, list):
-        return [_strip(item, markers) for item in value if not _only_marker(item, markers)]
-    return value
-
-
-def _only_marker(item: Any, markers: tuple[str, ...]) -> bool:
-    """A list element that is nothing but a marker (Bedrock's `{"cachePoint": {...}}`)."""
-    return isinstance(item, dict) and bool(item) and all(key in markers for key in item)
-
-
-def _ttl(marker: Any) -> str:
-    ttl = marker.get("ttl") if isinstance(marker, dict) else None
-    return ttl if isinstance(ttl, str) else DEFAULT_TTL
