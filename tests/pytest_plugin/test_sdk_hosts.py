@@ -1,0 +1,282 @@
+"""The providers' own SDKs on the hosts the harness knows by default, through pytester.
+
+Groq, Mistral, Cohere v2 and google-genai (sync) talk to their real hosts through httpx; a test
+marked `@pytest.mark.header_capture` records them with no `hosts` setting, over one in-process
+stand-in (`harness_upstream`), replays them under `CI=true`, and fails with the drift report when
+a tool is reordered between turns (the prefix-chain gate). google-genai sends spaced JSON: the
+gate parses it. The inner runs are subprocesses: google-genai's pydantic types do not survive
+pytester's in-process module reset between two runs. With vcrpy / pytest-recording on the same
+test, the stand-in call stays out of vcrpy's sight. Each SDK is skipped where it is not installed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from tests.support.inner import inner_pytest
+
+pytestmark = pytest.mark.slow
+
+SDKS = {"groq": "groq", "mistral": "mistralai", "cohere": "cohere", "gemini": "google.genai"}
+
+
+def installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+AVAILABLE = [name for name, module in SDKS.items() if installed(module)]
+
+CONFTEST = """
+import httpx2
+import pytest
+
+OPENAI = {
+    "id": "c1",
+    "object": "chat.completion",
+    "created": 1,
+    "model": "m",
+    "choices": [
+        {"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}
+    ],
+    "usage": {
+        "prompt_tokens": 50,
+        "completion_tokens": 1,
+        "total_tokens": 51,
+        "prompt_tokens_details": {"cached_tokens": 32},
+    },
+}
+COHERE = {
+    "id": "c1",
+    "finish_reason": "COMPLETE",
+    "message": {"role": "assistant", "content": [{"type": "text", "text": "ok"}]},
+    "usage": {
+        "billed_units": {"input_tokens": 50, "output_tokens": 1},
+        "tokens": {"input_tokens": 50, "output_tokens": 1},
+    },
+}
+GEMINI = {
+    "candidates": [
+        {"content": {"role": "model", "parts": [{"text": "ok"}]}, "finishReason": "STOP"}
+    ],
+    "usageMetadata": {
+        "promptTokenCount": 50,
+        "cachedContentTokenCount": 32,
+        "candidatesTokenCount": 1,
+        "totalTokenCount": 51,
+    },
+    "modelVersion": "gemini-2.5-flash",
+}
+
+
+def stand_in(request):
+    path = request.url.path
+    if path.endswith("/v2/chat"):
+        return httpx2.Response(200, json=COHERE)
+    if "generateContent" in path:
+        return httpx2.Response(200, json=GEMINI)
+    return httpx2.Response(200, json=OPENAI)
+
+
+@pytest.fixture
+def harness_upstream():
+    return httpx2.MockTransport(stand_in)
+"""
+
+AGENTS = """
+import os
+
+import pytest
+
+NAMES = ["search", "lookup", "finish"]
+SYSTEM = "Be brief."
+
+
+def turn_tools(turn):
+    names = list(NAMES)
+    if turn == 2 and os.environ.get("REORDER") == "1":
+        names[0], names[1] = names[1], names[0]
+    return names
+
+
+def fn(name):
+    parameters = {"type": "object", "properties": {"q": {"type": "string"}}}
+    function = {"name": name, "description": f"{name} things", "parameters": parameters}
+    return {"type": "function", "function": function}
+
+
+def two_turns(call):
+    messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "one"}]
+    call(messages, [fn(n) for n in turn_tools(1)])
+    messages += [{"role": "assistant", "content": "ok"}, {"role": "user", "content": "two"}]
+    call(messages, [fn(n) for n in turn_tools(2)])
+
+
+@pytest.mark.header_capture
+def test_groq():
+    from groq import Groq
+
+    client = Groq(api_key="gsk_test_not_a_key")
+    model = "llama-3.3-70b-versatile"
+    two_turns(lambda m, t: client.chat.completions.create(model=model, messages=m, tools=t))
+
+
+@pytest.mark.header_capture
+def test_mistral():
+    try:
+        from mistralai.client import Mistral
+    except ImportError:
+        from mistralai import Mistral
+
+    client = Mistral(api_key="test-not-a-key")
+    model = "mistral-large-latest"
+    two_turns(lambda m, t: client.chat.complete(model=model, messages=m, tools=t))
+
+
+@pytest.mark.header_capture
+def test_cohere():
+    import cohere
+
+    client = cohere.ClientV2(api_key="test-not-a-key")
+    two_turns(lambda m, t: client.chat(model="command-a-03-2025", messages=m, tools=t))
+
+
+@pytest.mark.header_capture
+def test_gemini():
+    from google import genai
+    from google.genai import types
+
+    client = genai.Client(api_key="test-not-a-key")
+
+    def config(turn):
+        declarations = [
+            types.FunctionDeclaration(name=n, description=f"{n} things") for n in turn_tools(turn)
+        ]
+        return types.GenerateContentConfig(
+            system_instruction=SYSTEM, tools=[types.Tool(function_declarations=declarations)]
+        )
+
+    contents = [types.Content(role="user", parts=[types.Part(text="one")])]
+    client.models.generate_content(model="gemini-2.5-flash", contents=contents, config=config(1))
+    contents += [
+        types.Content(role="model", parts=[types.Part(text="ok")]),
+        types.Content(role="user", parts=[types.Part(text="two")]),
+    ]
+    client.models.generate_content(model="gemini-2.5-flash", contents=contents, config=config(2))
+"""
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_agents=AGENTS)
+    return pytester
+
+
+def only(names: list[str]) -> tuple[str, ...]:
+    return ("-k", " or ".join(f"test_{name}" for name in names))
+
+
+@pytest.mark.skipif(not AVAILABLE, reason="none of groq, mistralai, cohere, google-genai installed")
+def test_sdks_record_replay_in_ci_and_fail_on_a_reordered_tool(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    selected = only(AVAILABLE)
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("REORDER", raising=False)
+    recorded = inner_pytest(
+        project,
+        "-p",
+        "no:randomly",
+        "-p",
+        "no:cacheprovider",
+        "--harness-mode=record",
+        *selected,
+        subprocess=True,
+    )
+    recorded.assert_outcomes(passed=len(AVAILABLE))
+    text = recorded.stdout.str()
+    for name in AVAILABLE:
+        assert f"{name} 2 (judged 1)" in text, text  # its own provider, on its default host
+    cassettes = sorted((project.path / "fixtures" / "cassettes" / "test_agents").glob("*.json"))
+    assert [path.stem for path in cassettes] == sorted(f"test_{name}" for name in AVAILABLE)
+
+    monkeypatch.setenv("CI", "true")
+    inner_pytest(
+        project, "-p", "no:randomly", "-p", "no:cacheprovider", *selected, subprocess=True
+    ).assert_outcomes(passed=len(AVAILABLE))
+    assert main(["check", str(project.path)]) == 0
+
+    monkeypatch.delenv("CI")
+    monkeypatch.setenv("REORDER", "1")
+    broken = inner_pytest(
+        project,
+        "-p",
+        "no:randomly",
+        "-p",
+        "no:cacheprovider",
+        "--harness-mode=record",
+        *selected,
+        subprocess=True,
+    )
+    broken.assert_outcomes(failed=len(AVAILABLE))
+    out = broken.stdout.str()
+    assert out.count('tools_changed: tools reordered; first out of place: "lookup"') == len(
+        AVAILABLE
+    )
+    assert "same tool names in the same order" not in out
+    assert "values differ" not in out
+
+
+@pytest.mark.skipif(not installed("google.genai"), reason="google-genai is not installed")
+def test_gemini_spaced_json_and_its_cache_signal_are_read(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("REORDER", raising=False)
+    inner_pytest(
+        project, "-p", "no:randomly", "--harness-mode=record", "-k", "test_gemini", subprocess=True
+    ).assert_outcomes(passed=1)
+    cassette = project.path / "fixtures" / "cassettes" / "test_agents" / "test_gemini.json"
+    exchanges = json.loads(cassette.read_text())["exchanges"]
+    assert all("text" in exchange["request"] for exchange in exchanges)  # spaced, kept as text
+    capsys.readouterr()
+    assert main(["show", str(cassette)]) == 0
+    shown = capsys.readouterr().out
+    assert "cache read 32" in shown, shown
+
+
+@pytest.mark.skipif(
+    not (installed("vcr") and installed("pytest_recording") and installed("groq")),
+    reason="vcrpy, pytest-recording and groq are needed",
+)
+def test_vcrpy_on_the_same_test_does_not_see_the_stand_in(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("REORDER", raising=False)
+    agents = Path(project.path / "test_agents.py")
+    agents.write_text(
+        agents.read_text().replace(
+            "@pytest.mark.header_capture", "@pytest.mark.vcr\n@pytest.mark.header_capture"
+        )
+    )
+    result = inner_pytest(
+        project,
+        "-p",
+        "no:randomly",
+        "--harness-mode=record",
+        "-k",
+        "test_groq",
+        user_plugins=True,
+        subprocess=True,
+    )
+    result.assert_outcomes(passed=1)
+    assert "CannotOverwriteExistingCassetteException" not in result.stdout.str()
