@@ -8,12 +8,16 @@ cassette's requests the same way.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import httpx2
+import msgspec
 import pytest
 
-from harness.capture import CaptureSession
+from harness.capture import CaptureFile, CaptureSession, Exchange
+from harness.capture._cassette import HttpRequest, HttpResponse
+from harness.cli import main
 
 UNKNOWN = "https://api.cohere.com/v1/some-route"
 LOCAL = "http://localhost:11434/api/chat"
@@ -83,3 +87,27 @@ def test_a_body_that_is_not_utf8_is_judged_byte_for_byte() -> None:
     assert capture.prefix_breaks() == []
     post(capture, LOCAL, b"\xfe\xfe binary and more")
     assert len(capture.prefix_breaks()) == 1
+
+
+def test_harness_check_judges_an_unknown_body_in_a_cassette(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def cassette(second: tuple[str, ...]) -> bytes:
+        exchanges = tuple(
+            Exchange(
+                HttpRequest(method="POST", url=UNKNOWN, json=body(turns, tools)),
+                HttpResponse(status=200, json={"ok": True}),
+            )
+            for turns, tools in ((["a"], ("alpha", "beta")), (["a", "b"], second))
+        )
+        return msgspec.json.encode(CaptureFile(exchanges=exchanges))
+
+    folder = tmp_path / "fixtures" / "cassettes" / "test_x"
+    folder.mkdir(parents=True)
+    (folder / "test_y.json").write_bytes(cassette(("alpha", "beta")))
+    assert main(["check", str(tmp_path)]) == 0
+    capsys.readouterr()
+    (folder / "test_y.json").write_bytes(cassette(("beta", "alpha")))
+    assert main(["check", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert "body_changed" in out and "judged as opaque bytes" in out
