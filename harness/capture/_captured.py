@@ -11,7 +11,7 @@ import msgspec
 
 from harness._views import CacheView, RequestSplit
 from harness.providers import split_request
-from harness.providers._opaque import opaque_split
+from harness.providers._opaque import opaque_split, prompt_like
 
 
 @dataclass
@@ -65,6 +65,8 @@ def split_exchange(
     try:
         decoded = msgspec.json.decode(body)
     except msgspec.DecodeError:
-        return opaque_split(body)
+        return opaque_split(body) if prompt_like(headers) else None
     split = split_request(decoded, url=url, headers=headers) if isinstance(decoded, dict) else None
-    return opaque_split(body) if split is None else split
+    if split is None and prompt_like(headers):
+        return opaque_split(body)
+    return split

@@ -44,6 +44,8 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
+import msgspec
+
 from harness._errors import Drift
 from harness._views import OPAQUE, CacheView, RequestSplit, encode_json, prompt_size
 from harness.capture._extends import cut_like, message_text, opaque_cut, strip, strip_pair
@@ -53,6 +55,7 @@ from harness.drift._wording import BYTES_PER_TOKEN, UNCERTAIN_KINDS
 from harness.providers import split_request
 from harness.providers._base import role
 from harness.providers._opaque import BODY
+from harness.providers._pack import Caching, rules_pack
 
 __all__ = [
     "CONVERSATION_BLOCKS",
@@ -230,7 +233,7 @@ def _walk(items: Sequence[Any]) -> Iterator[tuple[_Entry | None, _Entry | None]]
         previous = threads.get(key) if entry.opening is not None else None
         if (
             entry.stored
-            or (previous is None and not entry.single)
+            or (previous is None and not entry.single and not _opaque_conversation(entry))
             or (previous is None and _grows(latest.get(entry.endpoint), entry))
         ):
             previous = latest.get(entry.endpoint)
@@ -271,6 +274,24 @@ def _entry(item: Any, position: int) -> _Entry | None:
 # A growing message whose first line was rewritten still continues when the rest of it, this
 # long at least, is found again in the later message.
 _REWRITTEN_REST: Final = 64
+
+
+def uncached(provider: str) -> bool:
+    """Whether the rules say `provider` caches nothing (caching mode `none`: Cohere)."""
+    row = rules_pack().first(Caching, provider)
+    return row is not None and row.mode == "none"
+
+
+def _opaque_conversation(entry: _Entry) -> bool:
+    """An opaque body whose `input` is a list of plain values (an embeddings or moderation batch,
+    not messages) continues only a request that opened it the same way: a batch whose first item
+    is new is another batch, not an edited conversation. Messages (objects) thread as usual, so
+    an edited system message in an unknown API's conversation still breaks."""
+    return (
+        entry.split.provider == OPAQUE
+        and entry.opening is not None
+        and not isinstance(entry.first, dict)
+    )
 
 
 def _grows(a: _Entry | None, b: _Entry) -> bool:
@@ -315,6 +336,12 @@ def _judge(a: _Entry, b: _Entry) -> PrefixBreak | None:
     )
     if report.identical or _goes_back(a, b, markers):
         return None
+    if uncached(b.split.provider):
+        note = (
+            f"{b.split.provider} documents no prompt caching: no cache is lost, but the prefix"
+            " the next turn repeats is not stable"
+        )
+        report = msgspec.structs.replace(report, notes=(*report.notes, note))
     size = prompt_size(prefix)
     kept = min(report.prefix_bytes_kept, size)
     return PrefixBreak(

@@ -6,27 +6,39 @@ for, a local server's own route) is still gated: its split has the provider `OPA
 `body`, the whole request, and the prefix chain asks of it what a byte-prefix cache asks: that a
 later request extend the earlier one.
 
-Bytes first: a body that is not JSON is its text (UTF-8, or one character per byte when it is not
-UTF-8, so a prefix of the text is a prefix of the bytes), and a later body extends it when it
-starts with it. A JSON body is read as its parsed value, because its bytes close every list and
-object it opens: a conversation that grows by a message changes the earlier body's last bytes
-(`]}`) although the provider's cache, which reads the prompt as it comes, still holds everything
-before them. So a later JSON body extends an earlier one when every member is the same except
-that a list may grow at its end and a text in a list's last item (a growing message) may grow:
-`extended_like` cuts the later body to the earlier one's shape, and what is left must be equal.
+A body sent as an upload (multipart, octet-stream, audio, image, video) is no prompt and is not
+judged (counted as a request no provider claims). Bytes first: a body that is not JSON is its text
+(UTF-8, or one character per byte when it is not UTF-8, so a prefix of the text is a prefix of the
+bytes), and a later body extends it when it starts with it. A JSON body is read as its parsed
+value, because its bytes close every list and object it opens: a conversation that grows by a
+message changes the earlier body's last bytes (`]}`) although the provider's cache, which reads the
+prompt as it comes, still holds everything before them. So a later JSON body extends an earlier one
+when every member is the same except that a list may grow at its end and a text in a list's last
+item (a growing message) may grow: `extended_like` cuts the later body to the earlier one's shape,
+and what is left must be equal.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Final
 
 import msgspec
 
 from harness._views import OPAQUE, CacheView, RequestSplit
 
-__all__ = ["BODY", "extended_like", "extends", "opaque_split"]
+__all__ = ["BODY", "extended_like", "extends", "opaque_split", "prompt_like"]
 
 BODY: Final = "body"
+# Bodies that are no prompt: uploads (a multipart boundary is new every request), audio, images.
+_NOT_PROMPTS: Final = ("multipart/", "application/octet-stream", "audio/", "image/", "video/")
+
+
+def prompt_like(headers: Sequence[tuple[str, str]]) -> bool:
+    """Whether a body sent with `headers` may be a prompt: JSON, text, or no content type; an
+    upload (multipart, octet-stream, audio, image, video) is not judged."""
+    kind = next((value.lower() for name, value in headers if name.lower() == "content-type"), "")
+    return not kind.strip().startswith(_NOT_PROMPTS)
 
 
 def extends(shape: Any, value: Any) -> Any:

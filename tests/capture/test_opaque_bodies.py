@@ -111,3 +111,37 @@ def test_harness_check_judges_an_unknown_body_in_a_cassette(
     assert main(["check", str(tmp_path)]) == 1
     out = capsys.readouterr().out
     assert "body_changed" in out and "judged as opaque bytes" in out
+
+
+def test_batches_of_plain_inputs_are_not_taken_for_an_edited_conversation() -> None:
+    capture = session()
+    embeddings = "https://api.openai.com/v1/embeddings"
+    post(capture, embeddings, {"model": "e", "input": ["first", "batch"]})
+    post(capture, embeddings, {"model": "e", "input": ["other", "batch", "here"]})
+    assert capture.prefix_breaks() == []
+    # the near miss: a batch that opens the same way and then differs is judged
+    post(capture, embeddings, {"model": "e", "input": ["first", "changed"]})
+    assert len(capture.prefix_breaks()) == 1
+
+
+def test_an_upload_is_not_judged() -> None:
+    capture = session()
+    client = capture.httpx2_client()
+    for boundary in ("aaa", "bbb"):
+        client.post(
+            "https://api.openai.com/v1/audio/transcriptions",
+            content=f"--{boundary}\r\nfile\r\n--{boundary}--".encode(),
+            headers={"content-type": f"multipart/form-data; boundary={boundary}"},
+        )
+    chain = capture.prefix_chain()
+    assert chain.breaks == [] and chain.unrecognised == 2
+
+
+def test_a_cohere_break_says_no_cache_is_lost() -> None:
+    capture = session()
+    chat = "https://api.cohere.com/v2/chat"
+    post(capture, chat, body(["a"]))
+    post(capture, chat, body(["a", "b"], ("beta", "alpha", "gamma")))
+    (found,) = capture.prefix_breaks()
+    assert found.verdict == "tools_changed" and found.report.kind == "reorder"
+    assert "cohere documents no prompt caching: no cache is lost" in found.to_text()
