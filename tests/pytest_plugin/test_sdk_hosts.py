@@ -173,10 +173,31 @@ def test_gemini():
 """
 
 
+LITELLM = """
+import os
+
+import pytest
+
+from test_agents import SYSTEM, fn, turn_tools
+
+
+@pytest.mark.header_capture
+def test_litellm_gemini():
+    import litellm
+
+    messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "one"}]
+    tools = [fn(n) for n in turn_tools(1)]
+    litellm.completion(model="gemini/gemini-2.5-flash", messages=messages, tools=tools)
+    messages += [{"role": "assistant", "content": "ok"}, {"role": "user", "content": "two"}]
+    tools = [fn(n) for n in turn_tools(2)]
+    litellm.completion(model="gemini/gemini-2.5-flash", messages=messages, tools=tools)
+"""
+
+
 @pytest.fixture
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
     pytester.makeconftest(CONFTEST)
-    pytester.makepyfile(test_agents=AGENTS)
+    pytester.makepyfile(test_agents=AGENTS, test_litellm=LITELLM)
     return pytester
 
 
@@ -280,3 +301,29 @@ def test_vcrpy_on_the_same_test_does_not_see_the_stand_in(
     )
     result.assert_outcomes(passed=1)
     assert "CannotOverwriteExistingCassetteException" not in result.stdout.str()
+
+
+@pytest.mark.skipif(not installed("litellm"), reason="litellm is not installed")
+def test_litellm_sends_gemini_snake_case_and_a_reorder_is_found(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("REORDER", raising=False)
+    monkeypatch.setenv("GEMINI_API_KEY", "test-not-a-key")
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no download of its price list
+    args = ("-p", "no:randomly", "-p", "no:cacheprovider", "test_litellm.py")
+    recorded = inner_pytest(project, *args, "--harness-mode=record", subprocess=True)
+    recorded.assert_outcomes(passed=1)
+    assert "gemini 2 (judged 1)" in recorded.stdout.str()
+    cassette = project.path / "fixtures" / "cassettes" / "test_litellm" / "test_litellm_gemini.json"
+    first = json.loads(cassette.read_text())["exchanges"][0]["request"]
+    sent = first.get("text") or json.dumps(first["json"])
+    assert '"function_declarations"' in sent  # litellm's snake_case
+    monkeypatch.setenv("REORDER", "1")
+    broken = inner_pytest(project, *args, "--harness-mode=record", subprocess=True)
+    broken.assert_outcomes(failed=1)
+    out = broken.stdout.str()
+    assert (
+        'tools reordered; first out of place: "lookup" at /tools/0/function_declarations/0' in out
+    )
+    assert "<unnamed" not in out
