@@ -7,20 +7,69 @@ where it only grew at its end (the cache holds every byte before it: a conversat
 one growing message, DSPy's ReAct). `strip_pair` removes cache markers from both sides (moving a
 breakpoint forward is how a conversation keeps its cache) except a TTL that differs where both
 mark the same place. `opaque_cut` is `harness.providers._opaque`'s rule for a body no provider
-claims. `message_text` is a message's text, for the gate's rule on growing messages.
+claims. `message_grew`, `message_text`, `head_of` and `words_of` serve the gate's rules on
+one-message conversations (a growing message; a head whose words moved).
 """
 
 from __future__ import annotations
 
 import itertools
+import re
 from typing import Any, Final
 
-from harness._views import CacheView
+from harness._views import CacheView, common_prefix, encode_json
+from harness.providers._base import role
 from harness.providers._opaque import BODY, extends
 
-__all__ = ["DEFAULT_TTL", "cut_like", "message_text", "opaque_cut", "strip", "strip_pair"]
+__all__ = [
+    "DEFAULT_TTL",
+    "cut_like",
+    "head_of",
+    "message_grew",
+    "message_text",
+    "opaque_cut",
+    "strip",
+    "strip_pair",
+    "text_grew",
+    "words_of",
+]
 
 DEFAULT_TTL: Final = "5m"
+# The start a growing message must share with the earlier one for an insertion to count.
+_SHARED: Final = 16
+
+
+# A growing message whose first line was rewritten still continues when the rest of it, this
+# long at least, is found again in the later message.
+_REWRITTEN_REST: Final = 64
+
+
+def message_grew(a: Any, b: Any) -> bool:
+    """Whether message `b` continues message `a` as one growing message (DSPy's ReAct): its text
+    grew from `a`'s (`text_grew`: more at the end, or inserted before a kept tail), or holds all
+    of `a`'s text but its first line (a rewritten start: the gate judges it, and it breaks)."""
+    if role(a) != role(b):
+        return False
+    text_a, text_b = message_text(a), message_text(b)
+    if text_a is None or text_b is None or len(text_b) <= len(text_a):
+        return False
+    if text_grew(text_a, text_b, inserted=True):
+        return True
+    rest = text_a.partition("\n")[2]
+    return len(rest) >= _REWRITTEN_REST and rest in text_b
+
+
+def head_of(view: CacheView, conversation: tuple[str, ...]) -> bytes:
+    """What comes before the conversation: the settings and every other block, encoded."""
+    blocks = {k: v for k, v in view.blocks.items() if k not in conversation}
+    return encode_json({"settings": view.settings, **blocks})
+
+
+def words_of(encoded: bytes) -> list[bytes]:
+    """The words of an encoding, sorted: two heads that hold the same words in another order
+    (tools moved, however a prompt lists them: `['search', 'lookup']`, `search; lookup`,
+    numbered lines) have the same."""
+    return sorted(word for word in re.split(rb"[^A-Za-z0-9_]+", encoded) if word)
 
 
 def message_text(message: Any) -> str | None:
@@ -62,26 +111,46 @@ def cut_like(prefix: CacheView, view: CacheView, *, cut_content: bool) -> CacheV
                 if cut_content and value and shape:
                     value = [*value[:-1], _cut_message(value[-1], shape[-1])]
                 if value and shape and len(value) == len(shape):
-                    value = [*value[:-1], _grown_text(value[-1], shape[-1])]
+                    grown = _grown_text(value[-1], shape[-1], inserted=len(shape) == 1)
+                    value = [*value[:-1], grown]
             elif isinstance(value, str) and isinstance(shape, str):
                 value = value[: len(shape)]
         blocks[name] = value
     return CacheView(settings=view.settings, blocks=blocks, provider=view.provider)
 
 
-def _grown_text(message: Any, shape: Any) -> Any:
-    """The last message cut to the earlier one's text where it only grew at its end (a growing
-    message: the earlier bytes are all there, the cache holds them)."""
+def text_grew(old: str, new: str, *, inserted: bool) -> bool:
+    """Whether `new` is `old` grown: `old` then more (the cache holds all of `old`), or, when
+    `inserted`, `old` with text inserted after a shared start of `_SHARED` characters or more and
+    its tail kept at the end (DSPy's ReAct adds each step to the trajectory before a fixed
+    instruction tail: the cache holds everything up to the insertion; only that tail, the same
+    every step and bounded, is read again)."""
+    if new.startswith(old):
+        return True
+    if not inserted or len(new) <= len(old):
+        return False
+    shared = common_prefix(old, new)
+    return shared >= _SHARED and new.endswith(old[shared:])
+
+
+def _grown_text(message: Any, shape: Any, *, inserted: bool) -> Any:
+    """The last message cut to the earlier one's text where it only grew (`text_grew`): the
+    earlier bytes are all there, the cache holds them."""
     if not (isinstance(message, dict) and isinstance(shape, dict)):
         return message
     for key in ("content", "parts"):
         value, cut = message.get(key), shape.get(key)
-        if isinstance(value, str) and isinstance(cut, str) and value.startswith(cut):
+        if (
+            isinstance(value, str)
+            and isinstance(cut, str)
+            and text_grew(cut, value, inserted=inserted)
+        ):
             return {**message, key: cut}
         if isinstance(value, list) and isinstance(cut, list) and value and len(value) == len(cut):
             last, last_cut = value[-1], cut[-1]
             text, text_cut = _member(last, "text"), _member(last_cut, "text")
-            if isinstance(text, str) and isinstance(text_cut, str) and text.startswith(text_cut):
+            texts = isinstance(text, str) and isinstance(text_cut, str)
+            if texts and text_grew(text_cut, text, inserted=inserted):
                 return {**message, key: [*value[:-1], {**last, "text": text_cut}]}
     return message
 

@@ -15,9 +15,12 @@ Which request a request continues (the rules of decision 0008):
 - any other request continues the latest earlier request to its endpoint (an edited first
   message in a longer history is a break, not a new conversation);
 - a conversation inlined into one growing message (DSPy's ReAct: the system prompt and one user
-  message holding the trajectory) continues the latest one-message request to its endpoint when
-  its text extends that message's text, or holds all of it but its first line (a rewritten
-  start, which then breaks); any other one-message request starts a new conversation.
+  message holding the trajectory) continues the latest of the recent one-message requests to its
+  endpoint whose text it grew from (more at the end, or inserted before a kept tail), or whose
+  text it holds all of but the first line (a rewritten start, which then breaks), or, failing
+  that, the latest whose head (settings, tools, system) holds the same pieces in another order
+  (a tool moved between two steps of one program: DSPy names its tools in the message too); any
+  other one-message request starts a new conversation.
 
 "Extends" means: the same settings, every prefix block before the last one equal, and the last
 one a prefix of the next request's (the previous messages, then more; the last message's text may
@@ -48,12 +51,19 @@ import msgspec
 
 from harness._errors import Drift
 from harness._views import OPAQUE, CacheView, RequestSplit, encode_json, prompt_size
-from harness.capture._extends import cut_like, message_text, opaque_cut, strip, strip_pair
+from harness.capture._extends import (
+    cut_like,
+    head_of,
+    message_grew,
+    opaque_cut,
+    strip,
+    strip_pair,
+    words_of,
+)
 from harness.drift._compare import compare
 from harness.drift._report import DriftReport
 from harness.drift._wording import BYTES_PER_TOKEN, UNCERTAIN_KINDS
 from harness.providers import split_request
-from harness.providers._base import role
 from harness.providers._opaque import BODY
 from harness.providers._pack import Caching, rules_pack
 
@@ -188,6 +198,7 @@ class _Entry:
     single: bool  # the conversation is one message
     position: int = 0  # 0-based place in the items
     first: Any = None  # the conversation's first message, without markers
+    heads: tuple[bytes, list[bytes]] | None = None  # `_head` and its words, once asked
 
 
 def prefix_chain(items: Sequence[Any]) -> PrefixChain:
@@ -224,6 +235,7 @@ def _walk(items: Sequence[Any]) -> Iterator[tuple[_Entry | None, _Entry | None]]
     """Each item's entry (None: no provider recognises it) and the entry it continues."""
     latest: dict[str, _Entry] = {}
     threads: dict[tuple[str, bytes | None], _Entry] = {}
+    singles: dict[str, list[_Entry]] = {}  # one-message requests, per endpoint, latest last
     for position, item in enumerate(items, start=1):
         entry = _entry(item, position)
         if entry is None:
@@ -231,14 +243,22 @@ def _walk(items: Sequence[Any]) -> Iterator[tuple[_Entry | None, _Entry | None]]
             continue
         key = (entry.endpoint, entry.opening)
         previous = threads.get(key) if entry.opening is not None else None
-        if (
-            entry.stored
-            or (previous is None and not entry.single and not _opaque_conversation(entry))
-            or (previous is None and _grows(latest.get(entry.endpoint), entry))
+        if entry.stored or (
+            previous is None and not entry.single and not _opaque_conversation(entry)
         ):
             previous = latest.get(entry.endpoint)
+        elif previous is None and entry.single:
+            earlier = singles.setdefault(entry.endpoint, [])
+            previous = next((e for e in reversed(earlier) if _grows(e, entry)), None)
+            if previous is None:
+                same = next((e for e in reversed(earlier) if _same_words(e, entry)), None)
+                if same is not None and _heads(same)[0] != _heads(entry)[0]:
+                    previous = same  # the latest with the same head, in another order
         yield entry, previous
         latest[entry.endpoint] = threads[key] = entry
+        if entry.single:
+            singles.setdefault(entry.endpoint, []).append(entry)
+            del singles[entry.endpoint][:-_SINGLES]
 
 
 def check_prefix_chain(items: Sequence[Any]) -> list[PrefixBreak]:
@@ -271,9 +291,28 @@ def _entry(item: Any, position: int) -> _Entry | None:
     return _Entry(number, split, stored, endpoint, opening, single, position - 1, first)
 
 
-# A growing message whose first line was rewritten still continues when the rest of it, this
-# long at least, is found again in the later message.
-_REWRITTEN_REST: Final = 64
+# How many earlier one-message requests of an endpoint a growing message may continue (DSPy
+# sends another module's request between two steps of a ReAct loop).
+_SINGLES: Final = 16
+
+
+def _same_words(a: _Entry, b: _Entry) -> bool:
+    """Whether `a` and `b`, one message each, have heads of the same words (in the same order or
+    not). The latest such request before `b` is the one `b` is judged against when its head is
+    in another order: the tools or the system prompt's lines moved between two steps of one
+    program (DSPy names its tools in the message too, so the message is new as well). A new
+    question with the same head, in the same order, is a new conversation."""
+    if not (a.single and b.single) or a.split.provider != b.split.provider:
+        return False
+    (head_a, words_a), (head_b, words_b) = _heads(a), _heads(b)
+    return len(head_a) == len(head_b) and words_a == words_b
+
+
+def _heads(entry: _Entry) -> tuple[bytes, list[bytes]]:
+    if entry.heads is None:
+        head = head_of(entry.split.view, CONVERSATION_BLOCKS)
+        entry.heads = (head, words_of(head))
+    return entry.heads
 
 
 def uncached(provider: str) -> bool:
@@ -296,19 +335,10 @@ def _opaque_conversation(entry: _Entry) -> bool:
 
 def _grows(a: _Entry | None, b: _Entry) -> bool:
     """Whether `b`, one message, continues `a`, one message, by inlining the conversation into
-    that message (DSPy's ReAct): its text extends `a`'s (an extension), or holds all of `a`'s
-    text but its first line (a rewritten start: the gate judges it, and it breaks)."""
-    if a is None or not (a.single and b.single):
-        return False
-    if role(a.first) != role(b.first):
-        return False
-    text_a, text_b = message_text(a.first), message_text(b.first)
-    if text_a is None or text_b is None or len(text_b) <= len(text_a):
-        return False
-    if text_b.startswith(text_a):
-        return True
-    rest = text_a.partition("\n")[2]
-    return len(rest) >= _REWRITTEN_REST and rest in text_b
+    that message (DSPy's ReAct): its text grew from `a`'s (`text_grew`: more at the end, or
+    inserted before a kept tail), or holds all of `a`'s text but its first line (a rewritten
+    start: the gate judges it, and it breaks)."""
+    return a is not None and a.single and b.single and message_grew(a.first, b.first)
 
 
 def _conversation(view: CacheView) -> Any:

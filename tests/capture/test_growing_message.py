@@ -51,6 +51,24 @@ def test_a_message_that_grows_is_an_extension_and_is_judged() -> None:
     assert chain.breaks == [] and chain.judged["openai-chat"] == 2
 
 
+TAIL = "\nRespond with the corresponding output fields, starting with `[[ ## next_thought ## ]]`."
+
+
+def test_steps_inserted_before_a_fixed_tail_are_an_extension_as_dspy_sends_them() -> None:
+    capture = session()
+    run(capture, *(step(trajectory(n) + TAIL) for n in (1, 2, 3)))
+    chain = capture.prefix_chain()
+    assert chain.breaks == [] and chain.judged["openai-chat"] == 2
+    # the near miss: the tail changed too (another module's instructions) is not this thread
+    run(capture, step(trajectory(4) + "\nRespond with `[[ ## answer ## ]]`.", "Extract."))
+    assert capture.prefix_breaks() == [] and capture.prefix_chain().judged["openai-chat"] == 2
+    # and a tool moved in the system prompt between two such steps is found
+    moved = SYSTEM.replace("(1) search, (2) lookup", "(1) lookup, (2) search")
+    run(capture, step(trajectory(5) + TAIL, moved))
+    (found,) = capture.prefix_breaks()
+    assert found.block == "system"
+
+
 def test_a_tool_moved_in_the_system_prompt_between_steps_is_a_break() -> None:
     capture = session()
     moved = SYSTEM.replace("(1) search, (2) lookup", "(1) lookup, (2) search")
@@ -89,3 +107,21 @@ def test_gemini_parts_grow_too() -> None:
     run(capture, body("x" + trajectory(3)), url=GEMINI)  # its first line rewritten
     (found,) = capture.prefix_breaks()
     assert found.index == 3 and found.block == "contents"
+
+
+def test_a_tool_moved_in_the_prompt_and_the_message_of_a_new_step_is_found() -> None:
+    # DSPy names its tools in the message's instructions too: the message is new as well, so
+    # only the same head in another order ties the step to the one before it
+    def tail(tools: str) -> str:
+        return f"\nRespond with `next_tool_name` (Literal[{tools}])."
+
+    capture = session()
+    moved = SYSTEM.replace("(1) search, (2) lookup", "(1) lookup, (2) search")
+    run(capture, step(trajectory(1) + tail("'search', 'lookup'")))
+    run(capture, step(trajectory(1) + tail("'lookup', 'search'"), moved))
+    (found,) = capture.prefix_breaks()
+    assert found.block == "system"
+    # the near miss: the same head and a new question is a new conversation
+    other = trajectory(1).replace("north of Spain", "east of Chile") + tail("'lookup', 'search'")
+    run(capture, step(other, moved))
+    assert len(capture.prefix_breaks()) == 1

@@ -194,6 +194,75 @@ def test_litellm_gemini():
 """
 
 
+DSPY_CONFTEST = """
+import json
+
+import httpx2
+import pytest
+
+STEP = "[[ ## next_thought ## ]]\\n{0}\\n\\n[[ ## next_tool_name ## ]]\\n{1}\\n\\n"
+STEP += "[[ ## next_tool_args ## ]]\\n{2}\\n\\n[[ ## completed ## ]]"
+EXTRACT = "[[ ## reasoning ## ]]\\nok\\n\\n[[ ## answer ## ]]\\nParis\\n\\n[[ ## completed ## ]]"
+
+
+def answer(content):
+    message = {"role": "assistant", "content": content}
+    return {
+        "id": "c1",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "gpt-4o-mini",
+        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 50, "completion_tokens": 10, "total_tokens": 60},
+    }
+
+
+def stand_in(request):
+    body = json.loads(request.content)
+    text = body["messages"][-1]["content"]
+    if "next_thought" not in json.dumps(body["messages"][0]):
+        return httpx2.Response(200, json=answer(EXTRACT))
+    if "observation_0" in text:
+        return httpx2.Response(200, json=answer(STEP.format("Done.", "finish", "{}")))
+    return httpx2.Response(200, json=answer(STEP.format("Search.", "search", '{"q": "x"}')))
+
+
+@pytest.fixture
+def harness_upstream():
+    return httpx2.MockTransport(stand_in)
+"""
+
+DSPY = """
+import os
+
+import pytest
+
+
+def search(q: str) -> str:
+    \"\"\"Search the web.\"\"\"
+    return "Paris is the capital of France."
+
+
+def lookup(term: str) -> str:
+    \"\"\"Look a term up.\"\"\"
+    return "nothing"
+
+
+@pytest.mark.header_capture
+def test_react():
+    import dspy
+
+    lm = dspy.LM("openai/gpt-4o-mini", api_key="sk-test-not-a-key", cache=False, engine="litellm")
+    dspy.configure(lm=lm)
+    for run in (1, 2):
+        tools = [search, lookup]
+        if run == 2 and os.environ.get("REORDER") == "1":
+            tools.reverse()
+        agent = dspy.ReAct("question -> answer", tools=tools, max_iters=3)
+        assert agent(question="What is the capital of France?").answer == "Paris"
+"""
+
+
 @pytest.fixture
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
     pytester.makeconftest(CONFTEST)
@@ -327,3 +396,27 @@ def test_litellm_sends_gemini_snake_case_and_a_reorder_is_found(
         'tools reordered; first out of place: "lookup" at /tools/0/function_declarations/0' in out
     )
     assert "<unnamed" not in out
+
+
+@pytest.mark.skipif(
+    not (installed("dspy") and installed("litellm")), reason="dspy is not installed"
+)
+def test_dspy_react_growing_messages_are_judged(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # DSPy's default engine speaks HTTP through the standard library (not captured here: issue 23
+    # part A); its litellm engine goes through httpx
+    pytester.makeconftest(DSPY_CONFTEST)
+    pytester.makepyfile(test_react=DSPY)
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("REORDER", raising=False)
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    args = ("-p", "no:randomly", "-p", "no:cacheprovider", "--harness-mode=record")
+    recorded = inner_pytest(pytester, *args, subprocess=True)
+    recorded.assert_outcomes(passed=1)
+    # two runs of ReAct (two steps and the extract step each): the steps are one conversation
+    assert "openai-chat 6 (judged 4)" in recorded.stdout.str()
+    monkeypatch.setenv("REORDER", "1")
+    broken = inner_pytest(pytester, *args, subprocess=True)
+    broken.assert_outcomes(failed=1)
+    assert "system_changed: system text differs at /system/0/content" in broken.stdout.str()
