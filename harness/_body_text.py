@@ -33,7 +33,7 @@ import msgspec
 
 from harness._secrets import Redaction, SecretFinding, findings_in
 
-__all__ = ["MAX_DECODED", "Unreadable", "decoded_texts", "scan_exchanges"]
+__all__ = ["MAX_DECODED", "Unreadable", "decoded_texts", "response_events", "scan_exchanges"]
 
 MAX_DECODED: Final = 64 * 1024 * 1024
 _MAX_DEPTH: Final = 4
@@ -286,6 +286,23 @@ def ndjson_events(text: str) -> list[Any]:
         except (msgspec.DecodeError, RecursionError):
             return []
     return events
+
+
+def response_events(json: Any, text: Any, lines: Any) -> list[Any]:
+    """The JSON values a recorded response holds, in order: its JSON body (each item of a JSON
+    array stream: Gemini's `streamGenerateContent`), its server-sent events (`alt=sse`), or its
+    text decoded the same ways (a spaced or escaped body is kept as text)."""
+    if not isinstance(json, msgspec.UnsetType):
+        return list(json) if isinstance(json, list) else [json]
+    if isinstance(lines, tuple | list):
+        return list(sse_events(lines))
+    if not isinstance(text, str):
+        return []
+    try:
+        value = msgspec.json.decode(text)
+    except (msgspec.DecodeError, RecursionError):
+        return list(sse_events(text.splitlines())) if "data:" in text else []
+    return list(value) if isinstance(value, list) else [value]
 
 
 def _stream_text(text: str, value: Any = None) -> str:

@@ -26,6 +26,8 @@ from typing import Any, Final, Literal, NamedTuple, TypeVar
 import msgspec
 
 __all__ = [
+    "OPAQUE",
+    "OPAQUE_NOTE",
     "PROMPT_BLOCKS",
     "SETTINGS",
     "UNRECOGNISED",
@@ -51,6 +53,13 @@ PROMPT_BLOCKS: Final = ("tools", "system", "messages")
 # The provider name of a body no provider recognised: one block, compared whole.
 UNRECOGNISED: Final = "unrecognised"
 UNRECOGNISED_NOTE: Final = "no provider recognised this request; its bytes are compared whole"
+# The provider name of a request on a captured host that no provider claims: the prefix chain
+# still judges it, as opaque bytes, whole (`harness.providers._opaque`).
+OPAQUE: Final = "opaque"
+OPAQUE_NOTE: Final = (
+    "no provider recognised this request: it was judged as opaque bytes, whole (a later request"
+    " must extend the earlier one's bytes)"
+)
 
 # Fields of the harness's own request shape (`harness.agent._llm.Request` and its recorded form),
 # and of its header (`harness.agent._session.Header`).

@@ -21,7 +21,7 @@ from typing import Any, Final
 
 import msgspec
 
-from harness._body_text import sse_events
+from harness._body_text import response_events
 from harness._errors import FixtureError
 from harness._files import read_checked
 from harness._paths import CASSETTES, FIXTURES
@@ -301,10 +301,7 @@ def _usage(provider: str, exchange: Exchange) -> str:
 
 def _response_values(exchange: Exchange) -> Iterator[Any]:
     response = exchange.response
-    if not isinstance(response.json, msgspec.UnsetType):
-        yield response.json
-    if isinstance(response.lines, tuple):
-        yield from sse_events(response.lines)
+    yield from response_events(response.json, response.text, response.lines)
 
 
 def _member(value: Any, key: str) -> Any:
@@ -312,8 +309,13 @@ def _member(value: Any, key: str) -> Any:
 
 
 def request_of(value: Any) -> HttpRequest | None:
-    """A recorded request as a JSON value (`{"method", "url", "json"}`), if `value` is one."""
-    if isinstance(value, dict) and {"method", "url"} <= set(value) and "json" in value:
+    """A recorded request as a JSON value (`{"method", "url", "json"}`, or `"text"` for a spaced
+    body), if `value` is one."""
+    if (
+        isinstance(value, dict)
+        and {"method", "url"} <= set(value)
+        and {"json", "text"} & set(value)
+    ):
         try:
             return msgspec.convert(value, HttpRequest)
         except msgspec.ValidationError:

@@ -11,6 +11,7 @@ import msgspec
 
 from harness._views import CacheView, RequestSplit
 from harness.providers import split_request
+from harness.providers._opaque import opaque_split, prompt_like
 
 
 @dataclass
@@ -58,13 +59,15 @@ class Captured:
 def split_exchange(
     method: str, url: str, headers: Sequence[tuple[str, str]], body: bytes
 ) -> RequestSplit | None:
-    """The cache split of a request as sent; None for anything but a provider's JSON POST."""
+    """The cache split of a POST as sent (None for another method or no body): its provider's,
+    or, when no provider claims it, the whole body as opaque bytes (`_opaque`), still gated."""
     if method.upper() != "POST" or not body:
         return None
     try:
         decoded = msgspec.json.decode(body)
     except msgspec.DecodeError:
-        return None
-    if not isinstance(decoded, dict):
-        return None
-    return split_request(decoded, url=url, headers=headers)
+        return opaque_split(body) if prompt_like(headers) else None
+    split = split_request(decoded, url=url, headers=headers) if isinstance(decoded, dict) else None
+    if split is None and prompt_like(headers):
+        return opaque_split(body)
+    return split

@@ -64,6 +64,19 @@ class HttpRequest(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True)
     def body(self) -> bytes:
         return _body_bytes(self.json, self.text, msgspec.UNSET, self.base64)
 
+    @property
+    def parsed(self) -> Any:
+        """The body as a JSON value, whatever its spacing or escaping (a spaced body is kept as
+        `text`); None when it is not JSON."""
+        if not isinstance(self.json, msgspec.UnsetType):
+            return self.json
+        if isinstance(self.text, msgspec.UnsetType):
+            return None
+        try:
+            return msgspec.json.decode(self.text)
+        except (msgspec.DecodeError, RecursionError):
+            return None
+
 
 class HttpResponse(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """A response as stored. Server-sent events are kept as `lines` (joined by "\\n")."""

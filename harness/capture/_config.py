@@ -12,6 +12,7 @@ Like pytest-recording's `vcr_config`, the fixture returns a dict (or a `CaptureC
             "allow": ["sk-test-not-a-key"],         # known fake values the scan accepts
             "matcher": "exact_body",                # or "cache_view" (default), or a Matcher
             "hosts": ["llm.internal:8080"],         # capture these hosts too ("*": every host)
+            "local_hosts": ["localhost:11434"],     # local OpenAI-compatible servers ([]: none)
             "ignore_hosts": ["api.openai.com"],     # and let these through untouched
             "prefix_chain": True,                   # the prefix-chain gate (on by default)
             "rules": "harness-rules.json",          # rules rows (a file, or a list of rows)
@@ -20,6 +21,11 @@ Like pytest-recording's `vcr_config`, the fixture returns a dict (or a `CaptureC
             "allowed_hosts": ["search.internal"],   # hosts a client may reach uncaptured
             "no_requests": "auto",                  # "warn", "fail" or "ignore" (below)
         }
+
+The providers' hosts are captured without a word (`harness/providers/hosts.json`: OpenAI, Azure
+OpenAI, Anthropic, Gemini, Vertex, Bedrock, DeepSeek, Groq, Mistral, Cohere, OpenRouter, xAI,
+Together, Fireworks); `local_hosts` replaces the default list of local OpenAI-compatible servers
+(Ollama's `localhost:11434`, vLLM's `localhost:8000`, and the same on `127.0.0.1`).
 
 `rules` adds rows to the rules pack for the test (asked before the shipped rows: a row for a
 model the pack does not know, a setting the project knows to be bookkeeping); a rules file's path
@@ -43,7 +49,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Final
 
 from harness._errors import UsageError
@@ -52,6 +58,7 @@ from harness._secrets import DEFAULT_SECRET_HEADERS, DEFAULT_SECRET_QUERY, Redac
 from harness.capture._matching import Matcher, matcher_named
 from harness.cost._prices import parse_price_rows
 from harness.providers._base import host_matches
+from harness.providers._hosts import local_hosts
 from harness.providers._pack import parse_rows
 from harness.providers._registry import recognised_host
 
@@ -69,6 +76,7 @@ class CaptureConfig:
     matcher: Matcher | None = None
     hosts: tuple[str, ...] = ()
     ignore_hosts: tuple[str, ...] = ()
+    local_hosts: tuple[str, ...] = field(default_factory=local_hosts)
     prefix_chain: bool = True
     rules: tuple[Any, ...] = ()
     prices: tuple[Any, ...] = ()
@@ -122,7 +130,9 @@ class CaptureConfig:
         """Whether requests to `host` go through the capture session when intercepting."""
         if any(host_matches(pattern, host) for pattern in self.ignore_hosts):
             return False
-        return recognised_host(host) or any(host_matches(p, host) for p in self.hosts)
+        return recognised_host(host) or any(
+            host_matches(pattern, host) for pattern in (*self.hosts, *self.local_hosts)
+        )
 
 
 def _strings(key: str, value: Any, where: str) -> tuple[str, ...]:
@@ -151,7 +161,7 @@ def _parsed(key: str, value: Any, where: str) -> Any:
         return frozenset(item.lower() for item in _strings(key, value, where))
     if key == "allow":
         return frozenset(_strings(key, value, where))
-    if key in ("hosts", "ignore_hosts", "allowed_hosts"):
+    if key in ("hosts", "ignore_hosts", "allowed_hosts", "local_hosts"):
         return tuple(item.lower() for item in _strings(key, value, where))
     if key == "secret_patterns":
         if isinstance(value, str | re.Pattern) or not isinstance(value, Iterable):

@@ -13,10 +13,18 @@ Which request a request continues (the rules of decision 0008):
 - a request whose conversation is one message no earlier request opened with starts a new
   conversation: it has no history that could have broken;
 - any other request continues the latest earlier request to its endpoint (an edited first
-  message in a longer history is a break, not a new conversation).
+  message in a longer history is a break, not a new conversation);
+- a conversation inlined into one growing message (DSPy's ReAct: the system prompt and one user
+  message holding the trajectory) continues the latest of the recent one-message requests to its
+  endpoint whose text it grew from (more at the end, or inserted before a kept tail), or whose
+  text it holds all of but the first line (a rewritten start, which then breaks), or, failing
+  that, the latest whose head (settings, tools, system) holds the same pieces in another order
+  (a tool moved between two steps of one program: DSPy names its tools in the message too); any
+  other one-message request starts a new conversation.
 
 "Extends" means: the same settings, every prefix block before the last one equal, and the last
-one a prefix of the next request's (the previous messages, then more). Only a list is cut to the
+one a prefix of the next request's (the previous messages, then more; the last message's text may
+grow at its end, since the cache holds every byte before it). Only a list is cut to the
 earlier request's length, and only where the prefix may grow: the conversation block, or the
 block the prefix was cut in at a breakpoint. A system prompt or a tool list the prefix holds
 whole (no breakpoint in it) must be equal whole, and a string is never cut: a system prompt that
@@ -39,19 +47,31 @@ failure.
 
 from __future__ import annotations
 
-import itertools
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
+import msgspec
+
 from harness._errors import Drift
-from harness._views import CacheView, RequestSplit, encode_json, prompt_size
+from harness._views import OPAQUE, CacheView, RequestSplit, encode_json, prompt_size
+from harness.capture._extends import (
+    cut_like,
+    head_of,
+    message_grew,
+    opaque_cut,
+    strip,
+    strip_pair,
+    words_of,
+)
 from harness.drift._compare import compare
 from harness.drift._report import DriftReport
 from harness.drift._wording import BYTES_PER_TOKEN, UNCERTAIN_KINDS
 from harness.providers import split_request
+from harness.providers._opaque import BODY
+from harness.providers._pack import Caching, rules_pack
 
 __all__ = [
     "CONVERSATION_BLOCKS",
@@ -66,7 +86,6 @@ __all__ = [
 
 # The block that holds the conversation, in each provider's vocabulary.
 CONVERSATION_BLOCKS: Final = ("messages", "input", "contents")
-DEFAULT_TTL: Final = "5m"
 # Breaks the gate reports as warnings: an effect the rules do not know for certain, or a move the
 # provider makes on purpose.
 WARNING_KINDS: Final = UNCERTAIN_KINDS | {"compaction"}
@@ -184,6 +203,8 @@ class _Entry:
     opening: bytes | None  # the conversation's first message, encoded; None when it has none
     single: bool  # the conversation is one message
     position: int = 0  # 0-based place in the items
+    first: Any = None  # the conversation's first message, without markers
+    heads: tuple[bytes, list[bytes]] | None = None  # `_head` and its words, once asked
 
 
 def prefix_chain(items: Sequence[Any]) -> PrefixChain:
@@ -220,6 +241,7 @@ def _walk(items: Sequence[Any]) -> Iterator[tuple[_Entry | None, _Entry | None]]
     """Each item's entry (None: no provider recognises it) and the entry it continues."""
     latest: dict[str, _Entry] = {}
     threads: dict[tuple[str, bytes | None], _Entry] = {}
+    singles: dict[str, list[_Entry]] = {}  # one-message requests, per endpoint, latest last
     for position, item in enumerate(items, start=1):
         entry = _entry(item, position)
         if entry is None:
@@ -227,10 +249,22 @@ def _walk(items: Sequence[Any]) -> Iterator[tuple[_Entry | None, _Entry | None]]
             continue
         key = (entry.endpoint, entry.opening)
         previous = threads.get(key) if entry.opening is not None else None
-        if entry.stored or (previous is None and not entry.single):
+        if entry.stored or (
+            previous is None and not entry.single and not _opaque_conversation(entry)
+        ):
             previous = latest.get(entry.endpoint)
+        elif previous is None and entry.single:
+            earlier = singles.setdefault(entry.endpoint, [])
+            previous = next((e for e in reversed(earlier) if _grows(e, entry)), None)
+            if previous is None:
+                same = next((e for e in reversed(earlier) if _same_words(e, entry)), None)
+                if same is not None and _heads(same)[0] != _heads(entry)[0]:
+                    previous = same  # the latest with the same head, in another order
         yield entry, previous
         latest[entry.endpoint] = threads[key] = entry
+        if entry.single:
+            singles.setdefault(entry.endpoint, []).append(entry)
+            del singles[entry.endpoint][:-_SINGLES]
 
 
 def check_prefix_chain(items: Sequence[Any]) -> list[PrefixBreak]:
@@ -252,16 +286,72 @@ def _entry(item: Any, position: int) -> _Entry | None:
     conversation = _conversation(split.view)
     opening: bytes | None = None
     single = False
+    first: Any = None
     if isinstance(conversation, list) and conversation:
-        opening = encode_json(_strip(conversation[0], split.markers))
+        first = strip(conversation[0], split.markers)
+        opening = encode_json(first)
         single = len(conversation) == 1
     elif isinstance(conversation, str):
+        first = conversation
         opening, single = encode_json(conversation), True
-    return _Entry(number, split, stored, endpoint, opening, single, position - 1)
+    return _Entry(number, split, stored, endpoint, opening, single, position - 1, first)
+
+
+# How many earlier one-message requests of an endpoint a growing message may continue (DSPy
+# sends another module's request between two steps of a ReAct loop).
+_SINGLES: Final = 16
+
+
+def _same_words(a: _Entry, b: _Entry) -> bool:
+    """Whether `a` and `b`, one message each, have heads of the same words (in the same order or
+    not). The latest such request before `b` is the one `b` is judged against when its head is
+    in another order: the tools or the system prompt's lines moved between two steps of one
+    program (DSPy names its tools in the message too, so the message is new as well). A new
+    question with the same head, in the same order, is a new conversation."""
+    if not (a.single and b.single) or a.split.provider != b.split.provider:
+        return False
+    (head_a, words_a), (head_b, words_b) = _heads(a), _heads(b)
+    return len(head_a) == len(head_b) and words_a == words_b
+
+
+def _heads(entry: _Entry) -> tuple[bytes, list[bytes]]:
+    if entry.heads is None:
+        head = head_of(entry.split.view, CONVERSATION_BLOCKS)
+        entry.heads = (head, words_of(head))
+    return entry.heads
+
+
+def uncached(provider: str) -> bool:
+    """Whether the rules say `provider` caches nothing (caching mode `none`: Cohere)."""
+    row = rules_pack().first(Caching, provider)
+    return row is not None and row.mode == "none"
+
+
+def _opaque_conversation(entry: _Entry) -> bool:
+    """An opaque body whose `input` is a list of plain values (an embeddings or moderation batch,
+    not messages) continues only a request that opened it the same way: a batch whose first item
+    is new is another batch, not an edited conversation. Messages (objects) thread as usual, so
+    an edited system message in an unknown API's conversation still breaks."""
+    return (
+        entry.split.provider == OPAQUE
+        and entry.opening is not None
+        and not isinstance(entry.first, dict)
+    )
+
+
+def _grows(a: _Entry | None, b: _Entry) -> bool:
+    """Whether `b`, one message, continues `a`, one message, by inlining the conversation into
+    that message (DSPy's ReAct): its text grew from `a`'s (`text_grew`: more at the end, or
+    inserted before a kept tail), or holds all of `a`'s text but its first line (a rewritten
+    start: the gate judges it, and it breaks)."""
+    return a is not None and a.single and b.single and message_grew(a.first, b.first)
 
 
 def _conversation(view: CacheView) -> Any:
-    return next((view.blocks[name] for name in CONVERSATION_BLOCKS if name in view.blocks), None)
+    blocks = view.blocks
+    if view.provider == OPAQUE and isinstance(blocks.get(BODY), dict):
+        blocks = blocks[BODY]  # an opaque JSON body: its own conversation member, if any
+    return next((blocks[name] for name in CONVERSATION_BLOCKS if name in blocks), None)
 
 
 def _judge(a: _Entry, b: _Entry) -> PrefixBreak | None:
@@ -269,10 +359,13 @@ def _judge(a: _Entry, b: _Entry) -> PrefixBreak | None:
     prefix, view = a.split.prefix, b.split.view
     if b.stored:  # the conversation lives on the server: judge what is sent again
         prefix, view = _without_conversation(prefix), _without_conversation(view)
-    prefix, view = _strip_pair(prefix, view, markers)
-    candidate = _cut_like(
-        prefix, view, cut_content=bool(a.split.markers), grows=_grows(a.split, prefix)
-    )
+    prefix, view = strip_pair(prefix, view, markers)
+    if OPAQUE in (prefix.provider, view.provider):
+        candidate = opaque_cut(prefix, view)
+    else:
+        candidate = cut_like(
+            prefix, view, cut_content=bool(a.split.markers), grows=_may_grow(a.split, prefix)
+        )
     report = compare(
         prefix,
         candidate,
@@ -281,6 +374,12 @@ def _judge(a: _Entry, b: _Entry) -> PrefixBreak | None:
     )
     if report.identical or _goes_back(a, b, markers):
         return None
+    if uncached(b.split.provider):
+        note = (
+            f"{b.split.provider} documents no prompt caching: no cache is lost, but the prefix"
+            " the next turn repeats is not stable"
+        )
+        report = msgspec.structs.replace(report, notes=(*report.notes, note))
     size = prompt_size(prefix)
     if report.kind == "settings" and not report.invalidated and size:
         return None  # e.g. tool_choice: it invalidates the messages, and the prefix stops before
@@ -300,12 +399,12 @@ def _goes_back(a: _Entry, b: _Entry, markers: tuple[str, ...]) -> bool:
     """Whether `b` is an earlier point of `a`'s conversation: `a`'s request cut to `b`'s shape."""
     if a.opening is None or a.opening != b.opening:
         return False
-    view, earlier = _strip_pair(b.split.view, a.split.view, markers)
-    grows = _grows(b.split, view)
-    return compare(view, _cut_like(view, earlier, cut_content=False, grows=grows)).identical
+    view, earlier = strip_pair(b.split.view, a.split.view, markers)
+    grows = _may_grow(b.split, view)
+    return compare(view, cut_like(view, earlier, cut_content=False, grows=grows)).identical
 
 
-def _grows(split: RequestSplit, prefix: CacheView) -> bool:
+def _may_grow(split: RequestSplit, prefix: CacheView) -> bool:
     """Whether the last block of `prefix` may be a shorter form of the next request's: the
     conversation (it grows by turns), or the block a breakpoint cut the prefix in (what follows
     the breakpoint is not cached). A block held whole (Anthropic's system with no breakpoint in
@@ -330,102 +429,3 @@ def _as_split(item: Any) -> tuple[RequestSplit | None, bool]:
         stored = "previous_response_id" in item or "conversation" in item
         return split_request(item), stored
     raise TypeError(f"cannot check the prefix of a {type(item).__name__}")
-
-
-def _cut_like(prefix: CacheView, view: CacheView, *, cut_content: bool, grows: bool) -> CacheView:
-    """`view` cut to the shape of `prefix`: its blocks, and when the last one `grows` (see
-    `_grows`) and is a list, that list no longer than prefix's. A string is never cut: a system
-    prompt that gained text is not the earlier one followed by more turns (defect 3, issue 24)."""
-    blocks: dict[str, Any] = {}
-    names = list(prefix.blocks)
-    for position, name in enumerate(names):
-        if name not in view.blocks:
-            continue
-        value, shape = view.blocks[name], prefix.blocks[name]
-        last = grows and position == len(names) - 1
-        if last and isinstance(value, list) and isinstance(shape, list):
-            value = value[: len(shape)]
-            if cut_content and value and shape:
-                value = [*value[:-1], _cut_message(value[-1], shape[-1])]
-        blocks[name] = value
-    return CacheView(settings=view.settings, blocks=blocks, provider=view.provider)
-
-
-def _cut_message(message: Any, shape: Any) -> Any:
-    if not (isinstance(message, dict) and isinstance(shape, dict)):
-        return message
-    content, cut = message.get("content"), shape.get("content")
-    if isinstance(content, list) and isinstance(cut, list) and len(content) > len(cut):
-        return {**message, "content": content[: len(cut)]}
-    return message
-
-
-def _strip_pair(
-    a: CacheView, b: CacheView, markers: tuple[str, ...]
-) -> tuple[CacheView, CacheView]:
-    """Both views without cache markers, except a TTL that differs where both mark a place."""
-    if not markers:
-        return a, b
-    blocks_a: dict[str, Any] = {}
-    blocks_b: dict[str, Any] = {}
-    for name in [*a.blocks, *(n for n in b.blocks if n not in a.blocks)]:
-        value_a, value_b = _pair(a.blocks.get(name, _NONE), b.blocks.get(name, _NONE), markers)
-        if name in a.blocks:
-            blocks_a[name] = value_a
-        if name in b.blocks:
-            blocks_b[name] = value_b
-    return (
-        CacheView(settings=a.settings, blocks=blocks_a, provider=a.provider),
-        CacheView(settings=b.settings, blocks=blocks_b, provider=b.provider),
-    )
-
-
-_NONE: Final = object()
-
-
-def _pair(a: Any, b: Any, markers: tuple[str, ...]) -> tuple[Any, Any]:
-    if isinstance(a, dict) and isinstance(b, dict):
-        # Each side keeps its own key order: the provider caches the bytes as sent, so two
-        # objects whose keys come in another order are another prefix (defect 2, issue 24:
-        # rebuilding both in `a`'s order hid a swapped `properties` from the gate).
-        paired: dict[str, tuple[Any, Any]] = {}
-        for key in [*a, *(k for k in b if k not in a)]:
-            if key in markers:
-                ttl_a, ttl_b = _ttl(a.get(key)), _ttl(b.get(key))
-                if key in a and key in b and ttl_a != ttl_b:
-                    paired[key] = ({"ttl": ttl_a}, {"ttl": ttl_b})
-                continue
-            paired[key] = _pair(a.get(key, _NONE), b.get(key, _NONE), markers)
-        out_a = {key: paired[key][0] for key in a if key in paired}
-        out_b = {key: paired[key][1] for key in b if key in paired}
-        return out_a, out_b
-    if isinstance(a, list) and isinstance(b, list):
-        items_a = [item for item in a if not _only_marker(item, markers)]
-        items_b = [item for item in b if not _only_marker(item, markers)]
-        pairs = [
-            _pair(x, y, markers)
-            for x, y in itertools.zip_longest(items_a, items_b, fillvalue=_NONE)
-        ]
-        return (
-            [x for x, _ in pairs[: len(items_a)]],
-            [y for _, y in pairs[: len(items_b)]],
-        )
-    return _strip(a, markers), _strip(b, markers)
-
-
-def _strip(value: Any, markers: tuple[str, ...]) -> Any:
-    if isinstance(value, dict):
-        return {k: _strip(v, markers) for k, v in value.items() if k not in markers}
-    if isinstance(value, list):
-        return [_strip(item, markers) for item in value if not _only_marker(item, markers)]
-    return value
-
-
-def _only_marker(item: Any, markers: tuple[str, ...]) -> bool:
-    """A list element that is nothing but a marker (Bedrock's `{"cachePoint": {...}}`)."""
-    return isinstance(item, dict) and bool(item) and all(key in markers for key in item)
-
-
-def _ttl(marker: Any) -> str:
-    ttl = marker.get("ttl") if isinstance(marker, dict) else None
-    return ttl if isinstance(ttl, str) else DEFAULT_TTL

@@ -14,6 +14,7 @@ bodies: about a second, and the memory of the two values).
 from __future__ import annotations
 
 import gc
+import hashlib
 from pathlib import Path
 
 import msgspec
@@ -37,9 +38,10 @@ __all__ = ["diff_files"]
 _HARNESS_KINDS = ("harness/requests", "harness/tool-schemas", "harness/capture")
 
 
-def _load_json(path: Path) -> tuple[object, bytes | None, int]:
-    """The file decoded as JSON, and its bytes when it is a harness file (decoded again, strictly,
-    as its kind); other files' bytes are let go at once (two 50 MB bodies are big enough)."""
+def _load_json(path: Path) -> tuple[object, bytes | None, int, bytes]:
+    """The file decoded as JSON, its bytes when it is a harness file (decoded again, strictly,
+    as its kind), its size and a digest of its bytes; other files' bytes are let go at once (two
+    50 MB bodies are big enough)."""
     data = read_checked(path, missing_hint="check the path")
     try:
         value = msgspec.json.decode(data)
@@ -48,7 +50,8 @@ def _load_json(path: Path) -> tuple[object, bytes | None, int]:
     except RecursionError:
         raise FixtureError(path, "nests too deeply to be read") from None
     kind = value.get("kind") if isinstance(value, dict) else None
-    return value, data if kind in _HARNESS_KINDS else None, len(data)
+    digest = hashlib.blake2b(data, digest_size=16).digest()
+    return value, data if kind in _HARNESS_KINDS else None, len(data), digest
 
 
 def diff_files(a: Path, b: Path) -> DriftReport:
@@ -63,7 +66,10 @@ def diff_files(a: Path, b: Path) -> DriftReport:
 
 
 def _diff(a: Path, b: Path) -> DriftReport:
-    (raw_a, data_a, size_a), (raw_b, data_b, size_b) = _load_json(a), _load_json(b)
+    (raw_a, data_a, size_a, digest_a), (raw_b, data_b, size_b, digest_b) = (
+        _load_json(a),
+        _load_json(b),
+    )
     kinds = {x.get("kind") if isinstance(x, dict) else None for x in (raw_a, raw_b)}
     if kinds == {"harness/requests"} and data_a is not None and data_b is not None:
         ra = decode(data_a, RequestsFile, a).requests
@@ -89,13 +95,17 @@ def _diff(a: Path, b: Path) -> DriftReport:
     size = max(size_a, size_b)
     split_a, split_b = _split_body(raw_a), _split_body(raw_b)
     if split_a is not None and split_b is not None and size <= FAR:
+        caching = caching_of(raw_b) + bookkeeping_clause(split_a, split_b)
         report = compare(
-            split_a.view,
-            split_b.view,
-            label_a=str(a),
-            label_b=str(b),
-            caching=caching_of(raw_b) + bookkeeping_clause(split_a, split_b),
+            split_a.view, split_b.view, label_a=str(a), label_b=str(b), caching=caching
         )
+        if report.identical and (digest_a != digest_b or _spaced(raw_a) != _spaced(raw_b)):
+            said = (
+                f"identical: {a} and {b} are the same request to the provider's cache"
+                f" ({report.prefix_bytes_kept:,} prompt bytes in cache order); the bodies differ"
+                f" only in JSON spacing or escaping, which the provider parses away; {caching}"
+            )
+            report = msgspec.structs.replace(report, raw_summary=(said,))
         differ = bookkeeping_differs(split_a, split_b)
         if differ:
             note = f"bookkeeping fields differ, and never reach the cache: {', '.join(differ)}"
@@ -109,6 +119,12 @@ def _diff(a: Path, b: Path) -> DriftReport:
         )
         report = msgspec.structs.replace(report, notes=(*report.notes, note))
     return report
+
+
+def _spaced(value: object) -> bool:
+    """Whether a recorded request's body was kept as text (spaced or escaped JSON)."""
+    recorded = request_of(value)
+    return recorded is not None and not isinstance(recorded.text, msgspec.UnsetType)
 
 
 def bookkeeping_differs(a: RequestSplit, b: RequestSplit) -> list[str]:
@@ -133,8 +149,8 @@ def bookkeeping_clause(a: RequestSplit, b: RequestSplit) -> str:
 def caching_of(value: object) -> str:
     """What the rules say a request body caches (for an identical report's summary)."""
     recorded = request_of(value)
-    if recorded is not None and isinstance(recorded.json, dict):
-        request = LintRequest(0, recorded.json, url=recorded.url, headers=recorded.headers)
+    if recorded is not None and isinstance(recorded.parsed, dict):
+        request = LintRequest(0, recorded.parsed, url=recorded.url, headers=recorded.headers)
     elif isinstance(value, dict):
         request = LintRequest(0, value)
     else:
@@ -152,7 +168,7 @@ def _split_body(value: object) -> RequestSplit | None:
     """A provider request body (or a recorded request) in its provider's cache order."""
     recorded = request_of(value)
     if recorded is not None:
-        body, url, headers = recorded.json, recorded.url, recorded.headers
+        body, url, headers = recorded.parsed, recorded.url, recorded.headers
     else:
         body, url, headers = value, None, None
     if not isinstance(body, dict):
@@ -199,8 +215,9 @@ def _diff_cassettes(a: CaptureFile, b: CaptureFile, path_a: Path, path_b: Path) 
 
 
 def split_request_of(exchange: Exchange) -> RequestSplit | None:
+    """A recorded request in its provider's cache order, its body parsed whatever its spacing."""
     request = exchange.request
-    body = request.json
+    body = request.parsed
     if not isinstance(body, dict):
         return None
     return split_request(body, url=request.url, headers=request.headers)

@@ -26,6 +26,8 @@ from harness._reasons import (
     vocabulary_for,
 )
 from harness._views import (
+    OPAQUE,
+    OPAQUE_NOTE,
     SETTINGS,
     UNRECOGNISED,
     UNRECOGNISED_NOTE,
@@ -138,7 +140,7 @@ def compare(
     else:
         if changed:
             block = changed[0]
-            kind = _block_kind(block)
+            kind = _block_kind(block, b.provider)
         else:  # same blocks, same contents, another order
             keys_a = [key for key in doc_a if key != SETTINGS]
             keys_b = [key for key in doc_b if key != SETTINGS]
@@ -365,6 +367,8 @@ def _hint_texts(a: Any, b: Any) -> tuple[str, str]:
 
 
 def _notes(*views: CacheView) -> tuple[str, ...]:
+    if any(v.provider == OPAQUE for v in views):
+        return (OPAQUE_NOTE,)
     return (UNRECOGNISED_NOTE,) if any(v.provider == UNRECOGNISED for v in views) else ()
 
 
@@ -384,13 +388,18 @@ def _changed_keys(a: Any, b: Any) -> tuple[str, ...]:
     return tuple(key for key in keys if _enc_member(a, key) != _enc_member(b, key))
 
 
-def _block_kind(block: str) -> str:
+def _block_kind(block: str, provider: str) -> str:
+    """The kind of a change in `block`: a tool list's kind is the tool diff's (`content` until
+    then); a whole body no provider recognised is `opaque`; another block is `block`, never a
+    tool sentence."""
+    if provider in (OPAQUE, UNRECOGNISED) and block == "body":
+        return "opaque"
     verdict = GENERIC.block(block)
     if verdict == "system_changed":
         return "text"
     if verdict == "messages_changed":
         return "messages"
-    return "content"
+    return "content" if verdict == "tools_changed" else "block"
 
 
 def _hints(a_text: str, b_text: str, *, differential: bool) -> tuple[str, str, bool]:

@@ -132,13 +132,16 @@ def _reproduce_rows(report: DriftReport) -> list[tuple[str, str]]:
 
 
 def _out_of_place(report: DriftReport) -> int | None:
-    """The index to mark in the tool order: the first name mismatch, or the tool at the pointer."""
+    """The index to mark in the tool order: the first name mismatch, or the changed tool's row
+    (found by name: a Gemini function's pointer is /tools/<group>/functionDeclarations/<n>)."""
     names_a, names_b = report.tools_a, report.tools_b
     for index, (x, y) in enumerate(zip(names_a, names_b, strict=False)):
         if x != y:
             return index
     if len(names_a) != len(names_b):
         return min(len(names_a), len(names_b))
+    if report.tool is not None and names_b.count(report.tool) == 1:
+        return names_b.index(report.tool)
     parts = report.pointer.split("/")
     if len(parts) >= 3 and parts[1] == "tools" and parts[2].isdigit():
         return int(parts[2])

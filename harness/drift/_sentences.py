@@ -106,6 +106,8 @@ def summary(
     if kind == "messages":
         position = _message_position(pointer, doc_a, doc_b)
         return (f"{verdict}: messages differ{position} {place}; {cost}",)
+    if kind == "opaque":
+        return (f"{verdict}: the request, judged as opaque bytes, differs {place}; {cost}",)
     if kind == "compaction":
         position = _message_position(pointer, doc_a, doc_b)
         return (

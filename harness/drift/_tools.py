@@ -58,8 +58,8 @@ def diff_tools(a: Any, b: Any) -> ToolDiff:
         (index for index, (x, y) in enumerate(zip(names_a, names_b, strict=False)) if x != y),
         None if len(names_a) == len(names_b) else min(len(names_a), len(names_b)),
     )
-    if list_a is None or list_b is None:  # not a list of tools on one side
-        return ToolDiff(names_a, names_b, "content", (), (), mismatch, (), places_b)
+    if list_a is None or list_b is None:  # not a list of tools on one side: no names to compare
+        return ToolDiff(names_a, names_b, "tools-shape", (), (), mismatch, (), places_b)
     counts_a, counts_b = Counter(names_a), Counter(names_b)
     added = _multiset_minus(names_b, counts_a)
     removed = _multiset_minus(names_a, counts_b)
@@ -83,10 +83,12 @@ def tool_at(path: Sequence[str], tools_a: Any, tools_b: Any) -> str | None:
     if len(path) < 2 or path[0] != "tools" or not path[1].isdigit():
         return None
     index = int(path[1])
-    grouped = len(path) >= 4 and path[2] == _GROUP and path[3].isdigit()
+    grouped = len(path) >= 4 and path[2] in _GROUPS and path[3].isdigit()
     for tools in (tools_b, tools_a):
         if isinstance(tools, list) and index < len(tools):
-            group = tools[index].get(_GROUP) if isinstance(tools[index], dict) else None
+            group = (
+                tools[index].get(path[2]) if grouped and isinstance(tools[index], dict) else None
+            )
             if grouped and isinstance(group, list) and int(path[3]) < len(group):
                 return tool_name(group[int(path[3])])
             return tool_name(tools[index])
@@ -145,7 +147,7 @@ def tools_sentence(
         if at and not at.startswith(where):
             sentence += (f"; first difference at {at}",)
         return sentence
-    if kind == "content":
+    if kind == "content" and tools.names_a == tools.names_b:
         named = ('tool "', *_named(tool), f'"{by} changed') if tool else ("tools changed",)
         return (*named, f" (same names, same order) at {show_pointer(at)}")
     return (*tool_changes(tools), f"{by} at {show_pointer(at)}")
@@ -169,7 +171,8 @@ def tool_changes(tools: ToolDiff) -> Sentence:
     return joined
 
 
-_GROUP = "functionDeclarations"  # Gemini: one tool entry holds a list of functions
+_GROUPS = ("functionDeclarations", "function_declarations")  # Gemini: a tool holds functions
+_GROUP = _GROUPS[0]
 
 
 def _tool_list(value: Any) -> list[tuple[str, Any]] | None:
@@ -180,12 +183,20 @@ def _tool_list(value: Any) -> list[tuple[str, Any]] | None:
         return None
     found: list[tuple[str, Any]] = []
     for index, tool in enumerate(value):
-        group = tool.get(_GROUP) if isinstance(tool, dict) else None
+        key = _group_key(tool)
+        group = tool.get(key) if key is not None else None
         if isinstance(group, list):
-            found += [(f"/tools/{index}/{_GROUP}/{i}", item) for i, item in enumerate(group)]
+            found += [(f"/tools/{index}/{key}/{i}", item) for i, item in enumerate(group)]
         elif not (isinstance(tool, dict) and set(tool) == {"cachePoint"}):
             found.append((f"/tools/{index}", tool))
     return found
+
+
+def _group_key(tool: Any) -> str | None:
+    """The key of a Gemini tool's function list, camelCase or snake_case (litellm's), if any."""
+    if isinstance(tool, dict):
+        return next((key for key in _GROUPS if isinstance(tool.get(key), list)), None)
+    return None
 
 
 def _multiset_minus(items: Sequence[str], other: Counter[str]) -> tuple[str, ...]:

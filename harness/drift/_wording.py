@@ -39,6 +39,9 @@ KIND_TEXT: Final[dict[str, str]] = {
     "text": "the system text changed",
     "messages": "the conversation changed",
     "block-order": "the same blocks in another order",
+    "block": "a prompt block's content changed",
+    "tools-shape": "the tools block is not a list of tools on one side",
+    "opaque": "no provider recognised the request; its bytes, judged whole, changed",
 }
 
 

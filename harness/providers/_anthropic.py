@@ -65,7 +65,6 @@ def key_order(body: Mapping[str, Any], surface: str) -> str | None:
 
 class AnthropicMessages(Provider):
     name = ANTHROPIC
-    hosts = ("api.anthropic.com",)
 
     def claims(self, body: Mapping[str, Any], url: str | None) -> bool:
         if url is not None:

@@ -10,8 +10,10 @@ Its optional parts are members with defaults, so a provider states only what it 
 - `usage(response)`: the cache hit signal in a decoded response body (default: none);
 - `split_url(body, headers, url)`: `split` for a provider whose model lives in the URL path
   (Gemini, Bedrock); by default the URL adds nothing;
-- `hosts`: the host names it answers on (`*` matches within a name: `*.openai.azure.com`); a
-  capture session intercepts requests to these hosts (and to the hosts its config adds);
+- `hosts`: the host names it answers on (`*` matches within a name: `*.openai.azure.com`), added
+  to the rows `harness/providers/hosts.json` gives its name (the built-in providers' hosts are
+  all data there); a capture session intercepts requests to these hosts (and to the hosts its
+  config adds);
 - `reasons`: a `harness._reasons.Vocabulary`, the words it uses for what broke its cache.
 
 A provider written to the earlier duck-typed protocol (an object with `name`, `claims`, `split`
@@ -38,6 +40,7 @@ import msgspec
 
 from harness._reasons import Vocabulary
 from harness._views import RequestSplit
+from harness.providers._hosts import known_hosts
 
 __all__ = [
     "CacheUsage",
@@ -156,9 +159,10 @@ class Conforming(Provider):
 
 
 def hosts_of(provider: Provider) -> tuple[str, ...]:
-    """The host patterns a provider answers on, lower-cased."""
+    """The host patterns a provider answers on, lower-cased: its own, then the data's."""
     hosts = provider.own_hosts if isinstance(provider, Conforming) else provider.hosts
-    return tuple(str(host).lower() for host in hosts)
+    found = (*(str(host).lower() for host in hosts), *known_hosts(provider.name))
+    return tuple(dict.fromkeys(found))
 
 
 def reasons_of(provider: Provider) -> Vocabulary:

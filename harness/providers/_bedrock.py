@@ -53,7 +53,6 @@ def model_in(url: str | None) -> str | None:
 
 class BedrockConverse(Provider):
     name = BEDROCK
-    hosts = ("bedrock-runtime.*.amazonaws.com", "bedrock-runtime-fips.*.amazonaws.com")
 
     def claims(self, body: Mapping[str, Any], url: str | None) -> bool:
         if url is not None:

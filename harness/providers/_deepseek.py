@@ -20,7 +20,6 @@ DEEPSEEK: Final = "deepseek"
 
 class DeepSeek(Provider):
     name = DEEPSEEK
-    hosts = ("api.deepseek.com",)
 
     def claims(self, body: Mapping[str, Any], url: str | None) -> bool:
         if url is None or not chat_path(url):

@@ -12,7 +12,12 @@ Settings: `toolConfig` (the function-calling mode, Gemini's tool choice), `cache
 `generationConfig` member by member, less its sampling and output limits (`thinkingConfig`,
 `responseSchema` and the response type stay). `safetySettings` and `labels` are bookkeeping. The
 rules pack says which is which (`_pack.classify`). The hit signal is
-`usageMetadata.cachedContentTokenCount`; Gemini gives no miss reason.
+`usageMetadata.cachedContentTokenCount`, in a streamed answer too (each chunk of the JSON-array
+stream or of `alt=sse` carries `usageMetadata`; the fullest counts); Gemini gives no miss reason.
+
+Bodies come camelCase (google-genai: `functionDeclarations`, `systemInstruction`,
+`cachedContent`) or snake_case (litellm, the REST API's proto names: `function_declarations`,
+`system_instruction`, `cached_content`): both are read, under the keys they were sent with.
 """
 
 from __future__ import annotations
@@ -46,7 +51,6 @@ def model_in(url: str | None) -> str | None:
 
 class Gemini(Provider):
     name = GEMINI
-    hosts = ("generativelanguage.googleapis.com", "*aiplatform.googleapis.com")
     reasons = Vocabulary(blocks={"contents": "messages_changed"})
 
     def claims(self, body: Mapping[str, Any], url: str | None) -> bool:
@@ -80,11 +84,17 @@ class Gemini(Provider):
     def usage(self, response: Any) -> CacheUsage | None:
         usage = member(response, "usageMetadata")
         if not isinstance(usage, dict):
+            usage = member(response, "usage_metadata")
+        if not isinstance(usage, dict):
             return None
-        read = integer(usage.get("cachedContentTokenCount"))
+        read = integer(
+            usage.get("cachedContentTokenCount", usage.get("cached_content_token_count"))
+        )
+        prompt = integer(usage.get("promptTokenCount", usage.get("prompt_token_count")))
+        output = usage.get("candidatesTokenCount", usage.get("candidates_token_count"))
         return CacheUsage(
             GEMINI,
             read_tokens=read,
-            uncached_tokens=integer(usage.get("promptTokenCount")) - read,
-            output_tokens=optional(usage.get("candidatesTokenCount")),
+            uncached_tokens=prompt - read,
+            output_tokens=optional(output),
         )

@@ -138,7 +138,6 @@ def cached_usage(
 
 class OpenAIChat(Provider):
     name = OPENAI_CHAT
-    hosts = ("api.openai.com", "*.openai.azure.com")
 
     def claims(self, body: Mapping[str, Any], url: str | None) -> bool:
         if url is not None:
@@ -166,7 +165,6 @@ class OpenAIChat(Provider):
 
 class OpenAIResponses(Provider):
     name = OPENAI_RESPONSES
-    hosts = ("api.openai.com", "*.openai.azure.com")
     # `prompt_cache_diagnostics` words: the input and the text format have their own.
     reasons = Vocabulary(
         blocks={"input": "input_changed", "response_format": "text_format_changed"}

@@ -69,6 +69,8 @@ PACK_FILES: Final = (
     "openai.json",
     "gemini.json",
     "deepseek.json",
+    "cohere.json",
+    "compatible.json",
 )
 Severity = Literal["error", "warning", "info"]
 
@@ -107,10 +109,11 @@ class Row(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True,
 class Caching(Row, tag="caching", frozen=True):
     """How the provider caches: `breakpoints` (only what a marker or the top-level automatic
     marker asks for), `automatic` (every request, implicitly), `implicit` (automatic with no
-    guarantee) or `units` (whole prefix units, no minimum). `marker` is the key that marks a
+    guarantee), `units` (whole prefix units, no minimum) or `none` (no provider caching: the
+    prefix chain still judges stability byte for byte). `marker` is the key that marks a
     breakpoint; `automatic_marker` the top-level key that asks for automatic caching."""
 
-    mode: Literal["breakpoints", "automatic", "implicit", "units"]
+    mode: Literal["breakpoints", "automatic", "implicit", "units", "none"]
     marker: str = ""
     automatic_marker: str = ""
 

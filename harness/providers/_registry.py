@@ -1,9 +1,11 @@
 """The provider registry: which provider a request belongs to.
 
 Providers are registered parts, not `if` chains. Built in: OpenAI Responses, AWS Bedrock
-Converse, Anthropic Messages, DeepSeek, OpenAI Chat Completions, Google Gemini (tried in that
-order: DeepSeek's host before OpenAI Chat's path, and without a URL a Responses body's `input`
-and Bedrock's one-key content blocks before the Messages shape). A third party adds
+Converse, Anthropic Messages, Cohere v2 chat, DeepSeek and the OpenAI-compatible hosts (Groq,
+Mistral, OpenRouter, xAI, Together, Fireworks), OpenAI Chat Completions, Google Gemini (tried in
+that order: a host's own provider before OpenAI Chat's path, and without a URL a Responses
+body's `input` and Bedrock's one-key content blocks before the Messages shape). Which host is
+whose is data (`harness/providers/hosts.json`). A third party adds
 one without editing the harness, either in code:
 
     from harness.providers import register_provider
@@ -37,6 +39,8 @@ from harness._views import RequestSplit
 from harness.providers._anthropic import AnthropicMessages
 from harness.providers._base import Conforming, Provider, host_matches, hosts_of, reasons_of
 from harness.providers._bedrock import BedrockConverse
+from harness.providers._cohere import CohereChat
+from harness.providers._compatible import compatible_providers
 from harness.providers._deepseek import DeepSeek
 from harness.providers._gemini import Gemini
 from harness.providers._openai import OpenAIChat, OpenAIResponses
@@ -48,7 +52,9 @@ _BUILT_IN: Final[tuple[Provider, ...]] = (
     OpenAIResponses(),
     BedrockConverse(),
     AnthropicMessages(),
+    CohereChat(),
     DeepSeek(),
+    *compatible_providers(),
     OpenAIChat(),
     Gemini(),
 )

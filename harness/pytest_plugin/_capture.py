@@ -1,7 +1,8 @@
 """What the pytest plugin does for a captured test: its session, its gate, and its report.
 
-- `session_for`: the test's `CaptureSession`: its cassette, the run's mode, `harness_upstream`,
-  and `harness_capture_config` with a `@pytest.mark.header_capture(...)` marker's overrides.
+- `session_for`: the test's `CaptureSession`: its cassette, the run's mode, `harness_upstream`
+  (out of vcrpy's sight: `harness.capture._unrecorded`), and `harness_capture_config` with a
+  `@pytest.mark.header_capture(...)` marker's overrides.
 - `rules_for`: the project's rules rows (its rules file, `harness_capture_config`'s `rules`) in
   force for the test; `rule_findings`: the cache rules on the test's requests (their findings go
   to the controller; an error, or a rule `harness_fail_on` names, fails the test).
@@ -80,6 +81,7 @@ def session_for(
     from harness._paths import cassette_path_for, cassettes_folder
     from harness.capture._config import CaptureConfig
     from harness.capture._session import CaptureSession
+    from harness.capture._unrecorded import unrecorded
 
     marker = item.get_closest_marker(MARKER)
     try:
@@ -90,7 +92,7 @@ def session_for(
             cassette_path_for(cassettes_folder(settings.fixtures), item.nodeid),
             settings.mode,
             writes_allowed=writes_allowed(),
-            upstream=upstream,
+            upstream=unrecorded(upstream),
             record_hint="record it locally: pytest --harness-mode=update-new-only",
             config=captured,
         )

@@ -212,6 +212,8 @@ class Analysis:
         """The breakpoints the provider is asked to write, each with whether it is written."""
         if self.caching is None or self.refused or self.held_elsewhere:
             return []
+        if self.caching.mode == "none":
+            return []
         default = self.ttl.default if self.ttl is not None else ""
         ends = len(self.layout.units)
         mode = self.caching.mode
@@ -243,6 +245,11 @@ class Analysis:
         """Whether and what the request caches, in one sentence."""
         if self.caching is None:
             return f"no rules for {self.provider}: what it caches is not judged"
+        if self.caching.mode == "none":
+            return (
+                f"no provider caching: {self.provider} documents none (the prefix chain still"
+                " judges its stability byte for byte)"
+            )
         if self.refused and self.limit is not None:
             return (
                 f"the API refuses this request: {self.counted} breakpoints, at most"

@@ -26,7 +26,7 @@ from typing import Any, Final
 
 import msgspec
 
-from harness._body_text import sse_events
+from harness._body_text import response_events
 from harness._errors import FixtureError
 from harness._files import read_checked, with_position
 from harness.capture._audit import find_cassettes, request_of
@@ -107,11 +107,9 @@ def requests_of_exchanges(exchanges: Sequence[Exchange], started: Any = None) ->
     for index, exchange in enumerate(exchanges):
         request = exchange.request
         body = request.json if isinstance(request.json, dict) else _json_of(request.body)
-        response: Any = None
-        if not isinstance(exchange.response.json, msgspec.UnsetType):
-            response = exchange.response.json
-        elif isinstance(exchange.response.lines, tuple):
-            response = list(sse_events(exchange.response.lines))
+        answer = exchange.response
+        events = response_events(answer.json, answer.text, answer.lines)
+        response: Any = events[0] if len(events) == 1 else events or None
         found.append(
             LintRequest(
                 index,
@@ -179,9 +177,13 @@ def _request(value: Any, index: int, where: str) -> LintRequest:
             where, f"holds a JSON {type(value).__name__}, not an object", "one request an object"
         )
     recorded = request_of(value)
-    if recorded is not None and isinstance(recorded.json, dict):
+    if recorded is not None and isinstance(recorded.parsed, dict):
         return LintRequest(
-            index, recorded.json, url=recorded.url, headers=recorded.headers, method=recorded.method
+            index,
+            recorded.parsed,
+            url=recorded.url,
+            headers=recorded.headers,
+            method=recorded.method,
         )
     if isinstance(value.get("body"), str) and set(value) <= _WRAPPED:  # a log's body as text
         body = _decode(value["body"].encode("utf-8"), f"{where}: its body")

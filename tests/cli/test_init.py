@@ -322,3 +322,51 @@ def test_the_three_next_commands_record_and_gate_an_sdk_project(
         [*harness_command(), "check", "."], cwd=project, capture_output=True, text=True, env=env
     )
     assert again.returncode == 2, "nothing recorded: the gate refuses rather than passes"
+
+
+# -- coexistence: fixtures the project already defines -------------------------------------------
+
+ROOT_UPSTREAM = """\
+import pytest
+
+
+@pytest.fixture
+def harness_upstream():
+    return "the project's own stand-in"
+"""
+
+
+def test_a_fixture_in_the_root_conftest_is_left_alone_and_not_shadowed(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (project / "conftest.py").write_text(ROOT_UPSTREAM)
+    code, out, err = init(project, capsys=capsys)
+    assert (code, err) == (0, "")
+    written = (project / "tests" / "conftest.py").read_text()
+    assert "def harness_upstream" not in written and "def harness_capture_config" in written
+    assert f"left alone: harness_upstream (defined in {project / 'conftest.py'}:5)" in out
+    compile(written, "conftest.py", "exec")  # what is written still reads as Python
+
+
+def test_both_fixtures_defined_in_a_testpaths_conftest_mean_no_conftest_is_written(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (project / "pytest.ini").write_text("[pytest]\ntestpaths = integration\n")
+    (project / "integration").mkdir()
+    (project / "integration" / "conftest.py").write_text(
+        ROOT_UPSTREAM
+        + "\n\nharness_capture_config = pytest.fixture(lambda: {'hosts': ['llm.internal']})\n"
+    )
+    code, out, _ = init(project, capsys=capsys)
+    assert code == 0 and not (project / "tests" / "conftest.py").exists()
+    assert out.count("left alone: ") == 2 and "harness_capture_config (defined in" in out
+    assert (project / "tests" / "test_prompt_cache.py").exists()
+
+
+def test_a_plain_function_of_that_name_is_not_a_fixture(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (project / "conftest.py").write_text("def harness_upstream():\n    return None\n")
+    code, out, _ = init(project, capsys=capsys)
+    assert code == 0 and "left alone" not in out
+    assert "def harness_upstream" in (project / "tests" / "conftest.py").read_text()

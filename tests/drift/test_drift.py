@@ -296,7 +296,7 @@ def test_odd_input_never_crashes() -> None:
         assert not report.identical
         assert report.to_text() and report.to_markdown() and report.to_json()
     report = compare(odd_tools, dict_tools)
-    assert report.verdict == "tools_changed" and report.kind == "content"
+    assert report.verdict == "tools_changed" and report.kind == "tools-shape"
     assert report.tools_a[:2] == ("bash", "<unnamed 3>")
 
 

@@ -3,11 +3,13 @@
 The plan is made before anything is written: the pytest configuration (a new `pytest.ini` when
 pytest would find none; an existing one is left as it is and the lines to add are printed in
 its syntax), `<tests>/conftest.py` with `harness_upstream` and `harness_capture_config`, and
-`<tests>/test_prompt_cache.py`, a proof that passes as written. If any file to write exists,
-nothing is written: one line names it (exit 2). Each file is printed, then written atomically,
-all or nothing: when one cannot be written, those written before it (and the folders made for
-them) are taken back, so "nothing was changed" is true. `--dry-run` prints and writes nothing.
-Last come the next three commands to run, every path quoted as the shell needs it.
+`<tests>/test_prompt_cache.py`, a proof that passes as written. A harness fixture the project
+already defines in a conftest pytest would load is left alone: the conftest holds only the
+others (none at all when both are defined), and init says so (`_existing`). If any file to write
+exists, nothing is written: one line names it (exit 2). Each file is printed, then written
+atomically, all or nothing: when one cannot be written, those written before it (and the folders
+made for them) are taken back, so "nothing was changed" is true. `--dry-run` prints and writes
+nothing. Last come the next three commands to run, every path quoted as the shell needs it.
 """
 
 from __future__ import annotations
@@ -26,8 +28,9 @@ from harness._distribution import install_command
 from harness._errors import FixtureError, WriteRefused
 from harness._files import write_atomic
 from harness._paths import refuse_case_twin
+from harness.cli.init._existing import FIXTURES, Defined, defined_fixtures
 from harness.cli.init._pytest_config import PytestConfig, find_pytest_config, settings_lines
-from harness.cli.init._templates import CONFTEST, PROOF, PROOF_NAME, pytest_ini
+from harness.cli.init._templates import PROOF, PROOF_NAME, conftest, pytest_ini
 
 __all__ = ["HELP", "InitPlan", "add_arguments", "init_project", "plan_init"]
 
@@ -60,6 +63,7 @@ class InitPlan:
     files: tuple[tuple[Path, str], ...]
     existing_config: PytestConfig | None
     proof: Path
+    left_alone: tuple[Defined, ...] = ()
 
 
 def plan_init(project: Path, tests: str = "tests") -> InitPlan:
@@ -75,7 +79,11 @@ def plan_init(project: Path, tests: str = "tests") -> InitPlan:
     files: list[tuple[Path, str]] = []
     if config is None:
         files.append((project / "pytest.ini", pytest_ini()))
-    files += [(folder / "conftest.py", CONFTEST), (folder / PROOF_NAME, PROOF)]
+    defined = tuple(defined_fixtures(project, folder, config))
+    names = frozenset(item.name for item in defined)
+    if names != frozenset(FIXTURES):
+        files.append((folder / "conftest.py", conftest(names)))
+    files.append((folder / PROOF_NAME, PROOF))
     for path, _ in files:
         if os.path.lexists(path):
             raise FixtureError(
@@ -85,7 +93,7 @@ def plan_init(project: Path, tests: str = "tests") -> InitPlan:
                 "harness init --tests tests/prompt_cache",
             )
         refuse_case_twin(path)
-    return InitPlan(project, tuple(files), config, folder / PROOF_NAME)
+    return InitPlan(project, tuple(files), config, folder / PROOF_NAME, defined)
 
 
 def init_project(
@@ -100,6 +108,11 @@ def init_project(
         )
     out(f"harness init: {project.resolve()}{' (dry run: nothing is written)' if dry_run else ''}")
     _explain_config(plan, out)
+    for item in plan.left_alone:
+        out(
+            f"left alone: {item.describe()}; harness init writes no {item.name} that would"
+            " shadow it"
+        )
     for path, text in plan.files:
         out(f"\n--- {path} (new) ---")
         out(text.rstrip("\n"))

@@ -14,7 +14,7 @@ from typing import Final
 from harness._distribution import DISTRIBUTION
 from harness.cli.init._pytest_config import settings_lines
 
-__all__ = ["CONFTEST", "PROOF", "PROOF_NAME", "pytest_ini"]
+__all__ = ["CONFTEST", "PROOF", "PROOF_NAME", "conftest", "pytest_ini"]
 
 PROOF_NAME: Final = "test_prompt_cache.py"
 
@@ -93,9 +93,29 @@ def harness_capture_config() -> dict[str, Any]:
         # "matcher": "exact_body",  # which recording answers a request (default "cache_view")
         # "hosts": ["llm.internal:8080"],  # capture these hosts too
         # "ignore_hosts": ["api.deepseek.com"],  # let these through untouched
+        # "local_hosts": ["localhost:11434"],  # local OpenAI-compatible servers ([]: none)
         # "prefix_chain": False,  # turn off the gate: each request extends the cached prefix
     }}
 '''
+
+
+_STAND_IN: Final = "# To record without an API key"
+_UPSTREAM: Final = "@pytest.fixture\ndef harness_upstream"
+_CONFIG: Final = "@pytest.fixture\ndef harness_capture_config"
+
+
+def conftest(left_alone: frozenset[str] = frozenset()) -> str:
+    """The conftest, without the fixtures the project already defines (`left_alone`): a
+    fixture written here would shadow the project's own."""
+    head, rest = CONFTEST.split(_STAND_IN)
+    stand_in, rest = rest.split(_UPSTREAM)
+    upstream, config = rest.split(_CONFIG)
+    parts = [head]
+    if "harness_upstream" not in left_alone:
+        parts += [_STAND_IN, stand_in, _UPSTREAM, upstream]
+    if "harness_capture_config" not in left_alone:
+        parts += [_CONFIG, config]
+    return "".join(parts).rstrip("\n") + "\n"
 
 
 PROOF: Final = '''\
