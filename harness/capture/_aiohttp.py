@@ -9,6 +9,12 @@ serves it in record mode, or, without one, httpx sends it to the network. The an
 as an `aiohttp.ClientResponse` whose `content` is fed as the capture's answer arrives (a stream
 reaches `readline()` and `iter_chunked()` as it is written). Every other host is not touched.
 
+vcrpy (pytest-recording) patches the same `ClientSession._request` while a cassette is open; when
+it patches after the capture did, its wrapper would see the captured request first and refuse it
+(`CannotOverwriteExistingCassetteException`). So while capturing, vcrpy's aiohttp wrapper factory
+(`vcr.stubs.aiohttp_stubs.vcr_request`, looked up by vcrpy each time a cassette opens) is wrapped
+too: a captured request never reaches vcrpy, as with httpx, and every other one still does.
+
 aiohttp is imported only when the project already has it installed; it is never a dependency.
 """
 
@@ -18,6 +24,7 @@ import asyncio
 import importlib
 import importlib.util
 import json as json_module
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
@@ -44,12 +51,34 @@ def install(current: Current, httpx_module: Any) -> None:
     kind = importlib.import_module("aiohttp").ClientSession
     _originals["_request"] = kind.__dict__["_request"]
     kind._request = _patched(_originals["_request"], current, httpx_module)
+    stubs = _vcr_stubs()
+    if stubs is not None:
+        factory = _originals["vcr_request"] = stubs.vcr_request
+
+        def vcr_request(cassette: Any, real_request: Any) -> Any:
+            return _patched(factory(cassette, real_request), current, httpx_module)
+
+        stubs.vcr_request = vcr_request
 
 
 def uninstall() -> None:
     original = _originals.pop("_request", None)
     if original is not None:
         importlib.import_module("aiohttp").ClientSession._request = original
+    factory = _originals.pop("vcr_request", None)
+    stubs = _vcr_stubs()
+    if factory is not None and stubs is not None:
+        stubs.vcr_request = factory
+
+
+def _vcr_stubs() -> Any:
+    """vcrpy's aiohttp stubs module, when the project has imported vcrpy (else None)."""
+    if "vcr" not in sys.modules:
+        return None
+    try:
+        return importlib.import_module("vcr.stubs.aiohttp_stubs")
+    except ImportError:  # a vcrpy without aiohttp stubs: nothing to keep out of
+        return None
 
 
 def _patched(original: Any, current: Current, httpx_module: Any) -> Any:
