@@ -18,7 +18,7 @@ pytest.importorskip("boto3")
 pytest.importorskip("requests")
 pytest.importorskip("aiohttp")
 
-CONFTEST = r'''
+CONFTEST = r"""
 import json
 import os
 
@@ -56,7 +56,7 @@ def answer(request):
 @pytest.fixture
 def harness_upstream():
     return httpx2.MockTransport(answer)
-'''
+"""
 
 TESTS = r"""
 import asyncio

@@ -18,7 +18,7 @@ import pytest
 from harness.cli import main
 from tests.support.inner import inner_pytest
 
-CONFTEST = r'''
+CONFTEST = r"""
 import json
 import os
 
@@ -51,7 +51,7 @@ def harness_upstream():
 @pytest.fixture
 def harness_capture_config():
     return {"hosts": ["llm.internal:8080"]}
-'''
+"""
 
 TESTS = r"""
 import os
