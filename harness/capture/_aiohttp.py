@@ -178,30 +178,71 @@ def _client_response(
     response.reason = answer.reason_phrase
     response._headers = CIMultiDictProxy(CIMultiDict(pairs))
     response._raw_headers = tuple((k.encode("latin-1"), v.encode("latin-1")) for k, v in pairs)
-    content = StreamReader(_protocol(BaseProtocol)(loop), 2**16, loop=loop)
+    protocol = _protocol(BaseProtocol)(loop)
+    content = StreamReader(protocol, 2**16, loop=loop)
     response.content = content
     if answer.is_stream_consumed and hasattr(answer, "_content"):  # replayed: whole already
         content.feed_data(answer.content)
         content.feed_eof()
     else:
-        response._harness_feed = loop.create_task(_feed(answer, content))  # type: ignore[attr-defined]
+        feeding = loop.create_task(_feed(answer, content, protocol.flowing))
+        response._harness_feed = feeding  # type: ignore[attr-defined]
+        response._connection = _Fed(feeding)  # type: ignore[assignment]
     return response
+
+
+class _Fed:
+    """The response's "connection": releasing or closing the response (the client read enough,
+    or left `async with`) stops feeding it, so an endless stream ends where the client left."""
+
+    protocol = None
+
+    def __init__(self, feeding: asyncio.Task[None]) -> None:
+        self._feeding = feeding
+
+    def release(self) -> None:
+        if not self._feeding.done():
+            self._feeding.cancel()
+
+    close = release
 
 
 _PROTOCOLS: list[type[Any]] = []
 
 
 def _protocol(base: type[Any]) -> type[Any]:
-    """A protocol that stays "connected" while the capture feeds the answer (no socket)."""
+    """A protocol that stays "connected" while the capture feeds the answer (no socket), and
+    holds the feed while the reader's buffer is full (aiohttp's flow control)."""
     if not _PROTOCOLS:
-        _PROTOCOLS.append(type("CaptureFeed", (base,), {"connected": property(lambda _: True)}))
+
+        def __init__(self: Any, loop: asyncio.AbstractEventLoop) -> None:
+            base.__init__(self, loop)
+            self.flowing = asyncio.Event()
+            self.flowing.set()
+
+        def pause_reading(self: Any, *args: Any, **kwargs: Any) -> None:
+            self._reading_paused = True
+            self.flowing.clear()
+
+        def resume_reading(self: Any, *args: Any, **kwargs: Any) -> None:
+            self._reading_paused = False
+            self.flowing.set()
+
+        members = {
+            "__init__": __init__,
+            "connected": property(lambda _: True),
+            "pause_reading": pause_reading,
+            "resume_reading": resume_reading,
+        }
+        _PROTOCOLS.append(type("CaptureFeed", (base,), members))
     return _PROTOCOLS[0]
 
 
-async def _feed(answer: Any, content: Any) -> None:
+async def _feed(answer: Any, content: Any, flowing: asyncio.Event) -> None:
     try:
         async for chunk in answer.aiter_raw():
             content.feed_data(chunk)
+            await flowing.wait()
     except Exception as error:  # the upstream failed mid-answer: the reader sees it
         content.set_exception(error)
         return
