@@ -121,3 +121,16 @@ def test_a_file_that_is_no_cassette_is_refused_in_one_line(
     code, out = run(clean.parents[3], capsys)
     assert code == 2, out
     assert len(out.strip().splitlines()) == 1 and "other.json" in out
+
+
+def test_harness_diff_of_a_cassette_and_its_reformatted_copy_says_identical_in_words(
+    clean: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    copy = clean.parent / "copy.json"
+    copy.write_text(json.dumps(json.loads(clean.read_text()), sort_keys=True))
+    capsys.readouterr()
+    assert main(["diff", str(clean), str(copy)]) == 0
+    out = capsys.readouterr().out
+    assert "hold the same 2 request(s) to the provider's cache" in out, out
+    sorted_compact(copy)  # the near miss: the tools reversed in request 2
+    assert main(["diff", str(clean), str(copy)]) == 1
