@@ -21,6 +21,7 @@ aiohttp is imported only when the project already has it installed; it is never 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import importlib.util
 import json as json_module
@@ -202,7 +203,8 @@ class _Fed:
 
     def release(self) -> None:
         if not self._feeding.done():
-            self._feeding.cancel()
+            with contextlib.suppress(RuntimeError):  # its loop closed already (a late `__del__`)
+                self._feeding.cancel()
 
     close = release
 
