@@ -9,15 +9,23 @@ serves it in record mode, or, without one, httpx sends it to the network. The an
 as an `aiohttp.ClientResponse` whose `content` is fed as the capture's answer arrives (a stream
 reaches `readline()` and `iter_chunked()` as it is written). Every other host is not touched.
 
+vcrpy (pytest-recording) patches the same `ClientSession._request` while a cassette is open; when
+it patches after the capture did, its wrapper would see the captured request first and refuse it
+(`CannotOverwriteExistingCassetteException`). So while capturing, vcrpy's aiohttp wrapper factory
+(`vcr.stubs.aiohttp_stubs.vcr_request`, looked up by vcrpy each time a cassette opens) is wrapped
+too: a captured request never reaches vcrpy, as with httpx, and every other one still does.
+
 aiohttp is imported only when the project already has it installed; it is never a dependency.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import importlib.util
 import json as json_module
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
@@ -44,12 +52,34 @@ def install(current: Current, httpx_module: Any) -> None:
     kind = importlib.import_module("aiohttp").ClientSession
     _originals["_request"] = kind.__dict__["_request"]
     kind._request = _patched(_originals["_request"], current, httpx_module)
+    stubs = _vcr_stubs()
+    if stubs is not None:
+        factory = _originals["vcr_request"] = stubs.vcr_request
+
+        def vcr_request(cassette: Any, real_request: Any) -> Any:
+            return _patched(factory(cassette, real_request), current, httpx_module)
+
+        stubs.vcr_request = vcr_request
 
 
 def uninstall() -> None:
     original = _originals.pop("_request", None)
     if original is not None:
         importlib.import_module("aiohttp").ClientSession._request = original
+    factory = _originals.pop("vcr_request", None)
+    stubs = _vcr_stubs()
+    if factory is not None and stubs is not None:
+        stubs.vcr_request = factory
+
+
+def _vcr_stubs() -> Any:
+    """vcrpy's aiohttp stubs module, when the project has imported vcrpy (else None)."""
+    if "vcr" not in sys.modules:
+        return None
+    try:
+        return importlib.import_module("vcr.stubs.aiohttp_stubs")
+    except ImportError:  # a vcrpy without aiohttp stubs: nothing to keep out of
+        return None
 
 
 def _patched(original: Any, current: Current, httpx_module: Any) -> Any:
@@ -149,30 +179,72 @@ def _client_response(
     response.reason = answer.reason_phrase
     response._headers = CIMultiDictProxy(CIMultiDict(pairs))
     response._raw_headers = tuple((k.encode("latin-1"), v.encode("latin-1")) for k, v in pairs)
-    content = StreamReader(_protocol(BaseProtocol)(loop), 2**16, loop=loop)
+    protocol = _protocol(BaseProtocol)(loop)
+    content = StreamReader(protocol, 2**16, loop=loop)
     response.content = content
     if answer.is_stream_consumed and hasattr(answer, "_content"):  # replayed: whole already
         content.feed_data(answer.content)
         content.feed_eof()
     else:
-        response._harness_feed = loop.create_task(_feed(answer, content))  # type: ignore[attr-defined]
+        feeding = loop.create_task(_feed(answer, content, protocol.flowing))
+        response._harness_feed = feeding  # type: ignore[attr-defined]
+        response._connection = _Fed(feeding)  # type: ignore[assignment]
     return response
+
+
+class _Fed:
+    """The response's "connection": releasing or closing the response (the client read enough,
+    or left `async with`) stops feeding it, so an endless stream ends where the client left."""
+
+    protocol = None
+
+    def __init__(self, feeding: asyncio.Task[None]) -> None:
+        self._feeding = feeding
+
+    def release(self) -> None:
+        if not self._feeding.done():
+            with contextlib.suppress(RuntimeError):  # its loop closed already (a late `__del__`)
+                self._feeding.cancel()
+
+    close = release
 
 
 _PROTOCOLS: list[type[Any]] = []
 
 
 def _protocol(base: type[Any]) -> type[Any]:
-    """A protocol that stays "connected" while the capture feeds the answer (no socket)."""
+    """A protocol that stays "connected" while the capture feeds the answer (no socket), and
+    holds the feed while the reader's buffer is full (aiohttp's flow control)."""
     if not _PROTOCOLS:
-        _PROTOCOLS.append(type("CaptureFeed", (base,), {"connected": property(lambda _: True)}))
+
+        def __init__(self: Any, loop: asyncio.AbstractEventLoop) -> None:
+            base.__init__(self, loop)
+            self.flowing = asyncio.Event()
+            self.flowing.set()
+
+        def pause_reading(self: Any, *args: Any, **kwargs: Any) -> None:
+            self._reading_paused = True
+            self.flowing.clear()
+
+        def resume_reading(self: Any, *args: Any, **kwargs: Any) -> None:
+            self._reading_paused = False
+            self.flowing.set()
+
+        members = {
+            "__init__": __init__,
+            "connected": property(lambda _: True),
+            "pause_reading": pause_reading,
+            "resume_reading": resume_reading,
+        }
+        _PROTOCOLS.append(type("CaptureFeed", (base,), members))
     return _PROTOCOLS[0]
 
 
-async def _feed(answer: Any, content: Any) -> None:
+async def _feed(answer: Any, content: Any, flowing: asyncio.Event) -> None:
     try:
         async for chunk in answer.aiter_raw():
             content.feed_data(chunk)
+            await flowing.wait()
     except Exception as error:  # the upstream failed mid-answer: the reader sees it
         content.set_exception(error)
         return

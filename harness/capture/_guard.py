@@ -4,7 +4,9 @@ The capture intercepts httpx, httpx2 and urllib3 (requests, botocore). A client 
 (a raw `socket.create_connection`, `http.client`, a library with its own HTTP stack) would send
 the provider's request to the network unrecorded and ungated, and the test would pass. So while
 a `@pytest.mark.header_capture` test runs, `socket.getaddrinfo` (which every client calls before
-it connects, the asyncio loop too, in its executor) is guarded: a host to block fails the
+it connects, the asyncio loop too, in its executor) is guarded, and so are the other ways Python
+code names a host to the resolver: `socket.gethostbyname(_ex)`, and a socket's own `connect` /
+`connect_ex` given a host name (which resolve in C, past `getaddrinfo`): a host to block fails the
 resolution with `NetworkBlocked`, one line naming the host and the library, and the error is
 kept on the session, so an agent that swallows it and falls back to a canned answer still
 fails (the gate reports the session's errors after the test body).
@@ -22,6 +24,7 @@ when no credentials are set: set them (any fake values) or allow the address.
 
 from __future__ import annotations
 
+import ipaddress
 import socket
 import sys
 import sysconfig
@@ -52,6 +55,8 @@ _NAMES: Final = {"http": "http.client", "urllib": "urllib.request"}
 _lock = threading.Lock()
 _guards: list[tuple[CaptureSession, CaptureConfig, str]] = []
 _original: list[Any] = []
+# What else is patched while guarding: (owner, attribute, the original), restored at the end.
+_others: list[tuple[Any, str, Any]] = []
 
 
 def blocked_mode(config: CaptureConfig, *, ci: bool) -> str:
@@ -72,6 +77,7 @@ def guarding(session: CaptureSession, config: CaptureConfig, *, ci: bool) -> Ite
         if not _guards:
             _original.append(socket.getaddrinfo)
             socket.getaddrinfo = _guarded
+            _patch_others()
         _guards.append((session, config, mode))
     try:
         yield
@@ -83,19 +89,69 @@ def guarding(session: CaptureSession, config: CaptureConfig, *, ci: bool) -> Ite
                     break
             if not _guards and _original:
                 socket.getaddrinfo = _original.pop()
+                while _others:
+                    owner, name, original = _others.pop()
+                    setattr(owner, name, original)
 
 
 def _guarded(host: Any, *args: Any, **kwargs: Any) -> Any:
     with _lock:
-        current = _guards[-1] if _guards else None
         original = _original[0] if _original else None
     assert original is not None
+    _check(host)
+    return original(host, *args, **kwargs)
+
+
+def _check(host: Any) -> None:
+    """Raise (and keep on the session) the refusal of `host`, if the current guard blocks it."""
+    with _lock:
+        current = _guards[-1] if _guards else None
     if current is not None and isinstance(host, str | bytes):
         name = host.decode("idna") if isinstance(host, bytes) else host
         error = _refusal(name.lower().rstrip("."), *current)
         if error is not None:
             raise error
-    return original(host, *args, **kwargs)
+
+
+def _patch_others() -> None:
+    """Guard the resolver's other doors: `gethostbyname(_ex)` and `connect` given a host name."""
+
+    def by_name(original: Any) -> Any:
+        def guarded(host: Any, *args: Any, **kwargs: Any) -> Any:
+            _check(host)
+            return original(host, *args, **kwargs)
+
+        return guarded
+
+    def connecting(original: Any) -> Any:
+        def guarded(self: Any, address: Any, *args: Any, **kwargs: Any) -> Any:
+            if isinstance(address, tuple) and address and _is_name(address[0]):
+                _check(address[0])
+            return original(self, address, *args, **kwargs)
+
+        return guarded
+
+    for owner, name, wrap in (
+        (socket, "gethostbyname", by_name),
+        (socket, "gethostbyname_ex", by_name),
+        (socket.socket, "connect", connecting),
+        (socket.socket, "connect_ex", connecting),
+    ):
+        original = getattr(owner, name)
+        _others.append((owner, name, original))
+        setattr(owner, name, wrap(original))
+
+
+def _is_name(host: Any) -> bool:
+    """Whether `host` is a host name (not an IP address, which no resolver is asked about)."""
+    if not isinstance(host, str | bytes):
+        return False
+    text = host.decode("idna", "replace") if isinstance(host, bytes) else host
+    try:
+        ipaddress.ip_address(text.partition("%")[0])
+    except ValueError:
+        return bool(text)
+    return False
 
 
 def _refusal(

@@ -12,6 +12,8 @@ stream is read by the client while the model writes it.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import importlib
 import importlib.util
 import sys
@@ -216,19 +218,28 @@ class _SyncRecorded:
 
 
 class _AsyncRecorded:
-    """The same for an async client."""
+    """The same for an async client. A stand-in that answers with a sync stream (a generator:
+    the one `harness_upstream` serves every client, aiohttp's too) is read in a worker thread,
+    chunk by chunk, so the loop keeps running while the stand-in waits."""
 
     def __init__(self, response: Any, recording: Recording) -> None:
         self._response = response
         self._recording = recording
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        chunks = self._response.aiter_bytes()
+        if hasattr(self._response.stream, "__aiter__"):
+            chunks: Any = self._response.aiter_bytes()
+            step: Any = chunks.__anext__
+        else:
+            step = _threaded(iter(self._response.iter_bytes()))
         while True:
             try:
-                chunk = await chunks.__anext__()
+                chunk = await step()
             except StopAsyncIteration:
                 break
+            except (asyncio.CancelledError, GeneratorExit):  # the client stopped reading
+                self._recording.end()
+                raise
             except BaseException:
                 self._recording.abandon()
                 raise
@@ -238,9 +249,35 @@ class _AsyncRecorded:
 
     async def aclose(self) -> None:
         try:
-            await self._response.aclose()
+            if hasattr(self._response.stream, "aclose"):
+                await self._response.aclose()
+            else:
+                with contextlib.suppress(ValueError):  # its generator busy in the worker thread
+                    self._response.close()
         finally:
             self._recording.end()
+
+
+def _threaded(chunks: Iterator[bytes]) -> Any:
+    """An async `__anext__` over a sync iterator, each step in a worker thread under asyncio (in
+    the loop's thread under another event loop)."""
+    end = object()
+
+    def step() -> Any:
+        return next(chunks, end)
+
+    async def anext() -> bytes:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            chunk = step()
+        else:
+            chunk = await loop.run_in_executor(None, step)
+        if chunk is end:
+            raise StopAsyncIteration
+        return bytes(chunk)
+
+    return anext
 
 
 _STREAMS: dict[str, tuple[type[Any], type[Any]]] = {}

@@ -133,6 +133,10 @@ class Body(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
+    def read1(self, size: int = -1) -> bytes:
+        """What one chunk holds (up to `size`): a stream's event as soon as it arrives."""
+        return self.read(size if size and size > 0 else 2**16) or b""
+
     def readinto(self, buffer: Any) -> int:
         while not self._left:
             try:
@@ -159,7 +163,7 @@ def _urllib3_response(response: Any, method: str, url: str, kw: dict[str, Any]) 
     headers = HTTPHeaderDict()
     for name, value in response.headers.multi_items():
         headers.add(name, value)
-    return HTTPResponse(
+    return _streaming_class(HTTPResponse)(
         body=Body(response),
         headers=headers,
         status=response.status_code,
@@ -170,6 +174,29 @@ def _urllib3_response(response: Any, method: str, url: str, kw: dict[str, Any]) 
         request_url=url,
         enforce_content_length=False,
     )
+
+
+_STREAMING: list[type[Any]] = []
+
+
+def _streaming_class(base: type[Any]) -> type[Any]:
+    """urllib3's response whose `stream()` (requests' `iter_content`, `iter_lines`) yields each
+    chunk as it arrives, as it does for a chunked answer off the wire, instead of waiting to fill
+    `amt` bytes: the capture's answer has no chunked framing to read it by."""
+    if not _STREAMING:
+
+        def stream(self: Any, amt: int | None = 2**16, decode_content: bool | None = None) -> Any:
+            if amt == 0:
+                return
+            while True:
+                data = self.read1(amt=amt, decode_content=decode_content)
+                if data:
+                    yield data
+                elif self._fp is None or self._fp.closed or not self._decoded_buffer:
+                    return
+
+        _STREAMING.append(type("CapturedResponse", (base,), {"stream": stream}))
+    return _STREAMING[0]
 
 
 _UPSTREAMS: dict[str, type[Any]] = {}

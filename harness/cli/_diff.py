@@ -206,12 +206,19 @@ def _diff_cassettes(a: CaptureFile, b: CaptureFile, path_a: Path, path_b: Path) 
             )
         if not report.identical:
             return report
-    return compare_values(
+    report = compare_values(
         [where for where, _ in left],
         [where for where, _ in right],
         label_a=str(path_a),
         label_b=str(path_b),
     )
+    if not report.identical:
+        return report
+    said = (
+        f"identical: {path_a} and {path_b} hold the same {len(left):,} request(s) to the"
+        " provider's cache, in the same order"
+    )
+    return msgspec.structs.replace(report, raw_summary=(said,))
 
 
 def split_request_of(exchange: Exchange) -> RequestSplit | None:
