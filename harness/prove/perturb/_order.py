@@ -251,42 +251,59 @@ class Scheduler:
         self.held = later
         now = time.monotonic()
         until = self.run.hold_until(now) if self.run is not None and self.holds else -math.inf
-        waiting = {
-            id(entry)
+        waiting = [
+            entry
             for entry in held
-            if entry.info.gated and not entry.first and not _cancelling(entry.info)
-        }
+            if entry.info.gated
+            and not entry.first
+            and (entry.info.task is None or not entry.info.task.cancelling())
+        ]
         if not waiting or now >= until:
             return _in_order(held), math.inf, bool(later)
         busy, runnable, settles = self._best_busy(now, held + later)
-        release, kept = [], []
-        for entry in held:
-            rank = entry.info.rank
-            best = runnable if entry.progress else busy
-            cohort = id(_living_parent(entry.info))
-            if id(entry) not in waiting or best.get(cohort, rank) >= rank:
-                release.append(entry)
-            else:
+        kept: list[Held] = []
+        for entry in waiting:
+            info = entry.info
+            cohort = info.parent
+            if cohort is not None and cohort.done:
+                cohort = _living_parent(info)
+            bar = (runnable if entry.progress else busy).get(cohort)
+            if bar is not None and bar < info.rank:
                 kept.append(entry)
+        if kept:
+            keep = {id(entry) for entry in kept}
+            held = [entry for entry in held if id(entry) not in keep]
         self.held = kept + later
-        return _in_order(release), min(until, settles), bool(later)
+        return _in_order(held), min(until, settles), bool(later)
 
     def _best_busy(
         self, now: float, held: list[Held]
-    ) -> tuple[dict[int, tuple[Any, ...]], dict[int, tuple[Any, ...]], float]:
+    ) -> tuple[
+        dict[TaskInfo | None, tuple[Any, ...]], dict[TaskInfo | None, tuple[Any, ...]], float
+    ]:
         """Per parent, the best rank among its children that are busy, and among those that
         are runnable (a wake-up held), leaving out the ones polling; and when a channel busy
-        only with a recent read settles."""
-        busy: set[TaskInfo] = set()
+        only with a recent read settles. One walk over the busy tasks and their ancestors (this
+        runs at every pass: it must stay linear in the tasks, with a small constant)."""
+        seen: set[TaskInfo] = set()
+        best: dict[TaskInfo | None, tuple[Any, ...]] = {}
 
         def mark(info: TaskInfo | None) -> None:
-            while info is not None and info not in busy:
-                busy.add(info)
+            while info is not None and info not in seen:
+                seen.add(info)
+                if info.gated and not info.done and info.quiet_steps < SPIN_STEPS:
+                    if info.timer_steps < SPIN_TIMERS:
+                        cohort = info.parent
+                        if cohort is not None and cohort.done:
+                            cohort = _living_parent(info)
+                        bar = best.get(cohort)
+                        if bar is None or info.rank < bar:
+                            best[cohort] = info.rank
                 info = info.parent
 
-        for entry in held:
-            mark(entry.info)
-        runnable = _best(busy)
+        for info in {entry.info for entry in held}:
+            mark(info)
+        runnable = dict(best)
         self.timers = [t for t in self.timers if not t.fired and not _cancelled(t.handle)]
         for timer in self.timers:
             mark(timer.owner)
@@ -299,19 +316,7 @@ class Scheduler:
                 mark(channel.owner)
                 if not channel.expecting and not channel.until_exit:
                     settles = min(settles, channel.settles_at())
-        return _best(busy), runnable, settles
-
-
-def _best(infos: set[TaskInfo]) -> dict[int, tuple[Any, ...]]:
-    """Per parent, the best rank among `infos` that are gated, alive and not polling."""
-    best: dict[int, tuple[Any, ...]] = {}
-    for info in infos:
-        if not info.gated or info.done or _polling(info):
-            continue
-        key = id(_living_parent(info))
-        if key not in best or info.rank < best[key]:
-            best[key] = info.rank
-    return best
+        return best, runnable, settles
 
 
 # What a program awaits to yield or to wait: its own steps, not a library's way to its next wait.
@@ -360,10 +365,6 @@ def _living_parent(info: TaskInfo) -> TaskInfo | None:
     return parent
 
 
-def _polling(info: TaskInfo) -> bool:
-    return info.quiet_steps >= SPIN_STEPS or info.timer_steps >= SPIN_TIMERS
-
-
 def _in_order(entries: list[Held]) -> list[Held]:
     """Parents before children (a parent sees a child's end before the next sibling runs), then
     by rank, then in the order they were held."""
@@ -386,6 +387,13 @@ def _current_task() -> asyncio.Task[Any] | None:
         return None
 
 
-def _descending(text: str) -> tuple[int, ...]:
-    """A sort key that orders strings in reverse (a prefix after the strings it starts)."""
-    return (*(-ord(character) for character in text), 1)
+_TOP: Final = 0x10FFFF  # the highest code point
+
+
+def _descending(text: str) -> str:
+    """A sort key that orders strings in reverse (a prefix after the strings it starts): each
+    character mirrored, then the highest code point as an end mark. A string, so that comparing
+    two keys stays one comparison in C (ranks are compared at every pass)."""
+    return "".join(
+        [chr(_TOP - 1 - ord(character)) for character in text if ord(character) < _TOP]
+    ) + chr(_TOP)
