@@ -184,6 +184,8 @@ class ThreadGate:
 
     def flush(self) -> None:
         """Order the queued burst as the run says and let it go."""
+        if not self._queued:
+            return  # nothing queued (a flush comes with every wait for a future: keep it cheap)
         with self._cond:
             jobs, self._queued = self._queued, []
             if not jobs:
