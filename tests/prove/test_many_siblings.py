@@ -18,6 +18,9 @@ import pytest
 from harness.prove._run_diff import HeaderDrift
 from harness.prove._stable import prove_stable
 
+# Each test runs a proof of several runs, some with real sleeps: up to a second each.
+pytestmark = pytest.mark.slow
+
 SEEDS = [1, 7, 2026]
 NAMES = [f"plugin_with_a_long_shared_name_{index:02d}" for index in range(50)]
 
