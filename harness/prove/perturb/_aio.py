@@ -79,7 +79,7 @@ class Perturbing:
             state.scheduler.poke = functools.partial(self._harness_poke, state)
             self._harness_state = state
         elif state.scheduler.run is not run:
-            leftovers = state.scheduler.held  # held in an earlier run: released at once
+            leftovers = state.scheduler.drain()  # held in an earlier run: released at once
             for entry in leftovers:
                 entry.first, entry.mark = True, -1
             state.scheduler = Scheduler(run)
@@ -119,7 +119,7 @@ class Perturbing:
             super().call_soon(self._harness_pass, state, state.callbacks)  # type: ignore[misc]
 
     def _harness_poke(self, state: _State) -> None:
-        if state.scheduler.held:
+        if state.scheduler.holding():
             self._harness_soon(state)
 
     def _harness_pass(self, state: _State, mark: int) -> None:
@@ -149,7 +149,7 @@ class Perturbing:
                     raise
             if not batch or soon or state.callbacks != mark:
                 break  # a callback came first: the next pass goes behind it
-        if not scheduler.held:
+        if not scheduler.holding():
             return
         if soon or batch:
             self._harness_soon(state)

@@ -37,6 +37,7 @@ import math
 import random
 import sys
 import time
+from bisect import insort
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -102,6 +103,7 @@ class Held:
     first: bool  # the task's first step
     by_timer: bool  # woken by a timer
     progress: bool = False  # a library's way to the task's next wait (see `_in_library`)
+    task: Any = None  # the task woken (its info forgets it once done)
 
 
 @dataclass
@@ -118,7 +120,10 @@ class Scheduler:
     run: RunState | None
     channels: Channels = field(init=False)
     infos: dict[asyncio.Task[Any], TaskInfo] = field(default_factory=dict)
-    held: list[Held] = field(default_factory=list)
+    held: list[Held] = field(default_factory=list)  # held since the last pass looked
+    # Wake-ups a pass kept back, per parent (the living one), in rank order: a pass looks only
+    # at the first ones of each parent, as a sibling ranked after a held one waits behind it.
+    parked: dict[TaskInfo | None, list[Held]] = field(default_factory=dict)
     timers: list[_Timer] = field(default_factory=list)
     futures: list[tuple[asyncio.Future[Any], TaskInfo | None]] = field(default_factory=list)
     passes: int = 0
@@ -185,7 +190,7 @@ class Scheduler:
     ) -> None:
         info, first = self.info_of(task)
         progress = info.gated and not first and self._from_outside(task, info) and _in_library(task)
-        self.held.append(Held(info, self.next_seq, mark, handle, first, by_timer, progress))
+        self.held.append(Held(info, self.next_seq, mark, handle, first, by_timer, progress, task))
         self.next_seq += 1
 
     def _from_outside(self, task: asyncio.Task[Any], info: TaskInfo) -> bool:
@@ -237,6 +242,16 @@ class Scheduler:
 
     # -- the pass -------------------------------------------------------------------------------
 
+    def holding(self) -> bool:
+        """Whether any wake-up is held."""
+        return bool(self.held) or bool(self.parked)
+
+    def drain(self) -> list[Held]:
+        """Every wake-up held, which the scheduler forgets."""
+        entries = [entry for entries in self.parked.values() for entry in entries] + self.held
+        self.held, self.parked = [], {}
+        return entries
+
     def take(self, mark: int) -> tuple[list[Held], float, bool]:
         """The held wake-ups to run now, in order; when to look again at the latest; and whether
         to look again at the next iteration (some were held too late for this pass).
@@ -244,49 +259,110 @@ class Scheduler:
         Only wake-ups held before the loop scheduled its `mark`-th callback are considered: the
         pass was scheduled then, so every callback scheduled before them has run (asyncio runs
         callbacks first in, first out, and a wake-up must not overtake a callback scheduled
-        before it: `sock_connect`'s clean-up before the connection it made is used)."""
+        before it: `sock_connect`'s clean-up before the connection it made is used).
+
+        A pass runs at every loop iteration of a perturbed run, so it costs what changed, not
+        what is held: the wake-ups kept back stay parked in rank order per parent, and only
+        the first of each parent is looked at again."""
         self.passes += 1
         held = [entry for entry in self.held if entry.mark <= mark]
-        later = [entry for entry in self.held if entry.mark > mark]
+        later = (
+            [entry for entry in self.held if entry.mark > mark]
+            if len(held) != len(self.held)
+            else []
+        )
         self.held = later
         now = time.monotonic()
         until = self.run.hold_until(now) if self.run is not None and self.holds else -math.inf
-        waiting = {
-            id(entry)
-            for entry in held
-            if entry.info.gated and not entry.first and not _cancelling(entry.info)
-        }
-        if not waiting or now >= until:
-            return _in_order(held), math.inf, bool(later)
-        busy, runnable, settles = self._best_busy(now, held + later)
-        release, kept = [], []
+        if now >= until:
+            return _in_order(held + self._unpark()), math.inf, bool(later)
+        release = self._repark()
         for entry in held:
-            rank = entry.info.rank
-            best = runnable if entry.progress else busy
-            cohort = id(_living_parent(entry.info))
-            if id(entry) not in waiting or best.get(cohort, rank) >= rank:
-                release.append(entry)
+            info = entry.info
+            if info.gated and not entry.first and not _cancelling(info):
+                self._park(entry)
             else:
-                kept.append(entry)
-        self.held = kept + later
+                release.append(entry)
+        if not self.parked:
+            return _in_order(release), math.inf, bool(later)
+        busy, runnable, settles = self._best_busy(now, release + later)
+        for cohort, entries in list(self.parked.items()):
+            busy_bar, run_bar = busy.get(cohort), runnable.get(cohort)
+            kept: list[Held] = []
+            for index, entry in enumerate(entries):
+                rank = entry.info.rank
+                if run_bar is not None and rank > run_bar:
+                    kept += entries[index:]  # the rest rank after a sibling held: kept back
+                    break
+                bar = run_bar if entry.progress else busy_bar
+                if bar is None or bar >= rank:
+                    release.append(entry)
+                else:
+                    kept.append(entry)
+            if kept:
+                self.parked[cohort] = kept
+            else:
+                del self.parked[cohort]
         return _in_order(release), min(until, settles), bool(later)
+
+    def _park(self, entry: Held) -> None:
+        cohort = _living_parent(entry.info)
+        insort(self.parked.setdefault(cohort, []), entry, key=_rank_of)
+
+    def _unpark(self) -> list[Held]:
+        entries = [entry for entries in self.parked.values() for entry in entries]
+        self.parked = {}
+        return entries
+
+    def _repark(self) -> list[Held]:
+        """The parked wake-ups no longer kept back whatever the busy siblings: a cancelled
+        task's (cancellation is never held). Siblings whose parent has finished are parked
+        again under their grandparent."""
+        released: list[Held] = []
+        for cohort, entries in list(self.parked.items()):
+            cancelled = [entry for entry in entries if entry.task.cancelling()]
+            if cancelled:
+                released += cancelled
+                entries = [entry for entry in entries if entry not in cancelled]
+                self.parked[cohort] = entries
+            if (cohort is not None and cohort.done) or not entries:
+                del self.parked[cohort]
+                for entry in entries:
+                    self._park(entry)
+        return released
 
     def _best_busy(
         self, now: float, held: list[Held]
-    ) -> tuple[dict[int, tuple[Any, ...]], dict[int, tuple[Any, ...]], float]:
+    ) -> tuple[
+        dict[TaskInfo | None, tuple[Any, ...]], dict[TaskInfo | None, tuple[Any, ...]], float
+    ]:
         """Per parent, the best rank among its children that are busy, and among those that
         are runnable (a wake-up held), leaving out the ones polling; and when a channel busy
-        only with a recent read settles."""
-        busy: set[TaskInfo] = set()
+        only with a recent read settles. `held`: the wake-ups held and not parked. A parked
+        sibling counts through the first of its parent's that is not polling (the others rank
+        after it) and through its parent."""
+        seen: set[TaskInfo] = set()
+        best: dict[TaskInfo | None, tuple[Any, ...]] = {}
 
         def mark(info: TaskInfo | None) -> None:
-            while info is not None and info not in busy:
-                busy.add(info)
+            while info is not None and info not in seen:
+                seen.add(info)
+                if _counts(info):
+                    cohort = _living_parent(info)
+                    bar = best.get(cohort)
+                    if bar is None or info.rank < bar:
+                        best[cohort] = info.rank
                 info = info.parent
 
-        for entry in held:
-            mark(entry.info)
-        runnable = _best(busy)
+        for info in {entry.info for entry in held}:
+            mark(info)
+        for cohort, entries in self.parked.items():
+            mark(cohort)
+            first = next((entry.info.rank for entry in entries if _counts(entry.info)), None)
+            bar = best.get(cohort)
+            if first is not None and (bar is None or first < bar):
+                best[cohort] = first
+        runnable = dict(best)
         self.timers = [t for t in self.timers if not t.fired and not _cancelled(t.handle)]
         for timer in self.timers:
             mark(timer.owner)
@@ -299,19 +375,21 @@ class Scheduler:
                 mark(channel.owner)
                 if not channel.expecting and not channel.until_exit:
                     settles = min(settles, channel.settles_at())
-        return _best(busy), runnable, settles
+        return best, runnable, settles
 
 
-def _best(infos: set[TaskInfo]) -> dict[int, tuple[Any, ...]]:
-    """Per parent, the best rank among `infos` that are gated, alive and not polling."""
-    best: dict[int, tuple[Any, ...]] = {}
-    for info in infos:
-        if not info.gated or info.done or _polling(info):
-            continue
-        key = id(_living_parent(info))
-        if key not in best or info.rank < best[key]:
-            best[key] = info.rank
-    return best
+def _counts(info: TaskInfo) -> bool:
+    """Whether a busy task holds its siblings back: the program's, alive, and not polling."""
+    return (
+        info.gated
+        and not info.done
+        and info.quiet_steps < SPIN_STEPS
+        and info.timer_steps < SPIN_TIMERS
+    )
+
+
+def _rank_of(entry: Held) -> tuple[Any, ...]:
+    return entry.info.rank
 
 
 # What a program awaits to yield or to wait: its own steps, not a library's way to its next wait.
@@ -360,10 +438,6 @@ def _living_parent(info: TaskInfo) -> TaskInfo | None:
     return parent
 
 
-def _polling(info: TaskInfo) -> bool:
-    return info.quiet_steps >= SPIN_STEPS or info.timer_steps >= SPIN_TIMERS
-
-
 def _in_order(entries: list[Held]) -> list[Held]:
     """Parents before children (a parent sees a child's end before the next sibling runs), then
     by rank, then in the order they were held."""
@@ -386,6 +460,13 @@ def _current_task() -> asyncio.Task[Any] | None:
         return None
 
 
-def _descending(text: str) -> tuple[int, ...]:
-    """A sort key that orders strings in reverse (a prefix after the strings it starts)."""
-    return (*(-ord(character) for character in text), 1)
+_TOP: Final = 0x10FFFF  # the highest code point
+
+
+def _descending(text: str) -> str:
+    """A sort key that orders strings in reverse (a prefix after the strings it starts): each
+    character mirrored, then the highest code point as an end mark. A string, so that comparing
+    two keys stays one comparison in C (ranks are compared at every pass)."""
+    return "".join(
+        [chr(_TOP - 1 - ord(character)) for character in text if ord(character) < _TOP]
+    ) + chr(_TOP)

@@ -80,10 +80,14 @@ _SPAWNERS: Final = frozenset(
 
 
 def _spawning_roots() -> tuple[str, ...]:
+    return _roots_with(getattr(sys.modules.get("anyio"), "__file__", None))
+
+
+@functools.lru_cache(maxsize=4)
+def _roots_with(anyio_file: str | None) -> tuple[str, ...]:
     roots = [os.path.dirname(asyncio.__file__)]
-    anyio = sys.modules.get("anyio")
-    if anyio is not None and getattr(anyio, "__file__", None):
-        roots.append(os.path.dirname(str(anyio.__file__)))
+    if anyio_file:
+        roots.append(os.path.dirname(anyio_file))
     return tuple(os.path.normcase(root) for root in roots)
 
 

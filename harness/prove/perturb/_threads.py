@@ -62,9 +62,11 @@ class State(Enum):
     PUBLISHED = "published"
 
 
-_HOLD_START = {State.SUBMITTED, State.WAITING}
-_HOLD_WAKE = {State.SUBMITTED, State.WAITING, State.RUNNING, State.SLEEPING}
-_HOLD_PUBLISH = {State.SUBMITTED, State.WAITING, State.RUNNING, State.SLEEPING, State.DONE}
+_HOLD_START = frozenset({State.SUBMITTED, State.WAITING})
+_HOLD_WAKE = frozenset({State.SUBMITTED, State.WAITING, State.RUNNING, State.SLEEPING})
+_HOLD_PUBLISH = frozenset(
+    {State.SUBMITTED, State.WAITING, State.RUNNING, State.SLEEPING, State.DONE}
+)
 
 
 @dataclass(eq=False)
@@ -81,6 +83,8 @@ class Job:
     sleeps: int = 0
     line: _Line | None = None  # a pool job: the line its dispatchers take it from
     escalated: bool = False  # it blocked, and another dispatcher took the next job
+    waiting_for: frozenset[State] | None = None  # the states of earlier jobs it waits out
+    wake: threading.Condition | None = None  # notified when it may go on (see `_wake`)
 
 
 @dataclass(eq=False)
@@ -107,14 +111,18 @@ class ThreadGate:
 
     run: RunState
     submit_to: Callable[..., futures.Future[Any]]  # the real ThreadPoolExecutor.submit
-    _cond: threading.Condition = field(default_factory=threading.Condition)
+    _lock: threading.RLock = field(default_factory=threading.RLock)
+    _cond: threading.Condition = field(init=False)  # the grace watcher waits on it
+    _waiters: set[Job] = field(default_factory=set)  # jobs waiting at a gate
     _queued: list[Job] = field(default_factory=list)
     _last_submit: float = 0.0
     _watcher: threading.Thread | None = None
     _closed: bool = False
+    _idle: bool = False  # the grace watcher waits for work, with no time to watch
     _lines: list[_Line] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        self._cond = threading.Condition(self._lock)
         self.run.pressure.listen(self._changed)
 
     @property
@@ -124,6 +132,9 @@ class ThreadGate:
     def _changed(self) -> None:
         with self._cond:
             self._cond.notify_all()
+            for job in self._waiters:
+                if job.wake is not None:
+                    job.wake.notify()
 
     # -- queueing -------------------------------------------------------------------------------
 
@@ -136,7 +147,8 @@ class ThreadGate:
                     target=self._watch, name="harness-thread-grace", daemon=True
                 )
                 self._watcher.start()
-            self._cond.notify_all()
+            if self._idle:  # else it looks again in time (a wake-up per job costs the GIL)
+                self._cond.notify_all()
         return job
 
     def _watch(self) -> None:
@@ -147,7 +159,9 @@ class ThreadGate:
             with self._cond:
                 self._lines = [line for line in self._lines if line.jobs]
                 while not self._closed and not self._queued and not self._lines:
+                    self._idle = True
                     _ORIGINAL_COND_WAIT(self._cond)
+                    self._idle = False
                 if self._closed:
                     return
                 stuck = self._running_long()
@@ -184,6 +198,8 @@ class ThreadGate:
 
     def flush(self) -> None:
         """Order the queued burst as the run says and let it go."""
+        if not self._queued:
+            return  # nothing queued (a flush comes with every wait for a future: keep it cheap)
         with self._cond:
             jobs, self._queued = self._queued, []
             if not jobs:
@@ -197,7 +213,9 @@ class ThreadGate:
                     job.line = lines.setdefault(id(job.executor), _Line(job.executor))
                     job.line.jobs.append(job)
             self._lines += lines.values()
-            self._cond.notify_all()
+            if any(len(line.jobs) > 1 for line in lines.values()):
+                self._cond.notify_all()  # a line of several jobs: watch for one running long
+            self._wake(burst)
         for line in lines.values():
             self._dispatcher(line)
 
@@ -241,6 +259,8 @@ class ThreadGate:
                     job.outer.cancel()
                 job.state = State.PUBLISHED
             self._cond.notify_all()
+            for burst in {id(job.burst): job.burst for job in dropped}.values():
+                self._wake(burst)
 
     # -- a job's life, in the thread that runs it -----------------------------------------------
 
@@ -251,9 +271,7 @@ class ThreadGate:
         try:
             self._set(job, State.WAITING)
             if job.line is None:  # a pool job's dispatcher took it in turn already
-                self._wait(
-                    job, lambda: job.burst is not None and self._clear(job, _HOLD_START, True)
-                )
+                self._wait(job, _HOLD_START, starting=True)
             if job.outer is not None and not job.outer.set_running_or_notify_cancel():
                 self._set(job, State.PUBLISHED)
                 return None
@@ -263,7 +281,7 @@ class ThreadGate:
             except BaseException as raised:
                 result, error = None, raised
             self._set(job, State.DONE)
-            self._wait(job, lambda: self._clear(job, _HOLD_PUBLISH))
+            self._wait(job, _HOLD_PUBLISH)
             if job.outer is not None:
                 if error is not None:
                     job.outer.set_exception(error)
@@ -289,7 +307,7 @@ class ThreadGate:
         try:
             return call()
         finally:
-            self._wait(job, lambda: self._clear(job, _HOLD_WAKE))
+            self._wait(job, _HOLD_WAKE)
             self._set(job, State.RUNNING)
 
     def parked(self, job: Job, parked: bool) -> None:
@@ -307,9 +325,36 @@ class ThreadGate:
             job.state = state
             if state is State.RUNNING:
                 job.ran_since = time.monotonic()
-            self._cond.notify_all()
+            self._wake(job.burst)
 
-    def _clear(self, job: Job, holding: set[State], starting: bool = False) -> bool:
+    def _wake(self, burst: list[Job] | None) -> None:
+        """Notify the jobs of `burst` waiting at a gate that every job before them has cleared
+        (what `_clear` asks, for all of them in one walk), and only those: a state change wakes
+        the jobs it lets go, not every thread waiting (a hundred anyio workers would each wake,
+        take the lock and walk the burst at every change). A job that must wait out a time (a
+        job before it started a moment ago, the run's hold ending) looks again after `POLL_S`."""
+        if not burst or not self._waiters:
+            return
+        now = time.monotonic()
+        start = wake = publish = True
+        for job in burst:
+            if job.waiting_for is not None and job.wake is not None:
+                if job.waiting_for is _HOLD_START:
+                    clear = start
+                else:
+                    clear = wake if job.waiting_for is _HOLD_WAKE else publish
+                if clear:
+                    job.wake.notify()
+            if job.sleeps >= SPIN_SLEEPS or job.state not in _HOLD_PUBLISH:
+                continue
+            publish = False
+            if job.state in _HOLD_WAKE:
+                wake = False
+                recent = job.state is State.RUNNING and now - job.ran_since < START_GUARD_S
+                if job.state in _HOLD_START or recent:
+                    break  # every later job waits at every gate
+
+    def _clear(self, job: Job, holding: frozenset[State], starting: bool = False) -> bool:
         """Whether no job before `job` in its burst holds it back (`holding`: the states that
         do; a job just started, or polling, does not)."""
         now = time.monotonic()
@@ -326,16 +371,30 @@ class ThreadGate:
                 return False
         return True
 
-    def _wait(self, job: Job, ready: Callable[[], bool]) -> None:
+    def _wait(self, job: Job, holding: frozenset[State], *, starting: bool = False) -> None:
+        """Wait until no job before `job` is in a state of `holding` (a start also waits for a
+        burst, and for jobs before it to have run a moment), or the run's hold ends."""
+
+        def ready() -> bool:
+            return (job.burst is not None or not starting) and self._clear(job, holding, starting)
+
         with self._cond:
             if ready():
                 return
         self._escalate(job)
         with self._cond:
-            while not ready():
-                left = self.run.hold_until() - time.monotonic()
-                if left <= 0:
-                    if job.burst is None:  # the burst was never flushed: go alone
-                        job.burst, job.rank = [job], 0
-                    return
-                _ORIGINAL_COND_WAIT(self._cond, min(left, POLL_S))
+            if job.wake is None:
+                job.wake = threading.Condition(self._lock)
+            job.waiting_for = holding
+            self._waiters.add(job)
+            try:
+                while not ready():
+                    left = self.run.hold_until() - time.monotonic()
+                    if left <= 0:
+                        if job.burst is None:  # the burst was never flushed: go alone
+                            job.burst, job.rank = [job], 0
+                        return
+                    _ORIGINAL_COND_WAIT(job.wake, min(left, POLL_S))
+            finally:
+                job.waiting_for = None
+                self._waiters.discard(job)
