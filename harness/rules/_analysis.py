@@ -5,7 +5,7 @@ provider's response); `analyse(request)` reads it against the rows in force
 (`harness.providers._pack`): the provider's caching mode, the model's minimum, the breakpoint
 limit, the TTLs. The result, an `Analysis`, is what every rule reads and what `harness show` and
 `harness diff` say of a request ("caches ~5,210 tokens up to /messages/3/content/0 (5m)",
-"nothing is cached: ~116 tokens, minimum 4,096 for claude-opus-4-6").
+"nothing is cached: 116 tokens, minimum 4,096 for claude-opus-4-6").
 
 Tokens are estimated (`harness.rules._tokens`): bytes / 4, or scaled by the response's usage
 when it counted the request's input tokens. When the response says the provider read from or
@@ -282,11 +282,11 @@ class Analysis:
         return self.below()
 
     def below(self) -> str:
-        """`nothing is cached: ~N tokens, minimum M for MODEL` for the largest prefix asked."""
+        """`nothing is cached: N tokens, minimum M for MODEL` for the largest prefix asked."""
         asked = max(self.writes, key=lambda write: write.after)
         minimum = self.minimum.tokens if self.minimum is not None else 0
         return (
-            f"nothing is cached: ~{asked.tokens.tokens:,} tokens, minimum {minimum:,} for"
+            f"nothing is cached: {asked.tokens.tokens:,} tokens, minimum {minimum:,} for"
             f" {self.model} (tokens: {asked.tokens.how})"
         )
 
