@@ -21,6 +21,8 @@ from functools import cached_property
 from typing import Any, Final, NamedTuple
 from urllib.parse import unquote, urlsplit
 
+import msgspec
+
 from harness._views import RequestSplit
 from harness.providers import CacheUsage, cache_usage, split_request
 from harness.providers._anthropic import ANTHROPIC, surface_of
@@ -316,6 +318,7 @@ def _usage(provider: str, response: Any) -> CacheUsage | None:
     """The provider's counters in a response (a JSON body, or a stream's events as a list)."""
     values = response if isinstance(response, list) else [response]
     best: CacheUsage | None = None
+    output: int | None = None  # a stream counts its output as it goes (Anthropic's message_delta)
     for value in values:
         for candidate in (value, _member(value, "message"), _member(value, "response")):
             if not isinstance(candidate, dict):
@@ -323,7 +326,11 @@ def _usage(provider: str, response: Any) -> CacheUsage | None:
             found = cache_usage(provider, candidate)
             if found is not None and (best is None or _total(found) > _total(best)):
                 best = found
-    return best if best is not None and _total(best) > 0 else None
+            if found is not None and found.output_tokens is not None:
+                output = max(output or 0, found.output_tokens)
+    if best is None or _total(best) == 0:
+        return None
+    return best if output is None else msgspec.structs.replace(best, output_tokens=output)
 
 
 def _total(usage: CacheUsage) -> int:

@@ -114,3 +114,112 @@ def test_report_without_an_output_is_one_line(
     code, _, err = run(capsys, "report", path)
     assert code == 2
     assert "--html" in err and "--markdown" in err and len(err.strip().splitlines()) == 1
+
+
+def turn(number: int) -> dict[str, Any]:
+    """Turn `number` (0-based) of one Messages conversation on Sonnet 4.5, its system marked."""
+    body = claude_body()
+    body["messages"] = []
+    for past in range(number + 1):
+        body["messages"].append({"role": "user", "content": f"q{past}"})
+        if past < number:
+            body["messages"].append({"role": "assistant", "content": "a"})
+    return body
+
+
+def stream(read: int, written: int, output: int) -> list[dict[str, Any]]:
+    """An Anthropic stream's events: usage in message_start, the output count growing in
+    message_delta (cumulative, per the streaming docs)."""
+    usage = {
+        "input_tokens": 8,
+        "cache_read_input_tokens": read,
+        "cache_creation_input_tokens": written,
+        "output_tokens": 1,
+    }
+    return [
+        {"type": "message_start", "message": {"type": "message", "content": [], "usage": usage}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "end_turn"},
+            "usage": {"output_tokens": output},
+        },
+        {"type": "message_stop"},
+    ]
+
+
+def test_a_streamed_answer_counts_its_final_output_tokens(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = "https://api.anthropic.com/v1/messages"
+    lines = [
+        {"url": url, "body": turn(0), "time": 0, "response": stream(0, 3005, 40)},
+        {"url": url, "body": turn(1), "time": 30, "response": stream(3005, 0, 60)},
+    ]
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(json.dumps(item) + "\n" for item in lines), encoding="utf-8")
+    code, out, _ = run(capsys, "cost", str(path), "--format", "json")
+    assert code == 0
+    (one,) = json.loads(out)["sessions"]
+    assert one["recorded"]["output_tokens"] == 100
+    assert one["recorded"]["cache_read_tokens"] == 3005
+
+
+def test_hand_worked_write_then_reads_and_a_ttl_gap(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Three turns a minute apart: one write, two reads; the third six minutes later (TTL 5m):
+    a second write, and `ttl-expired` names it."""
+    url = "https://api.anthropic.com/v1/messages"
+
+    def costs(times: list[Any]) -> dict[str, Any]:
+        path = tmp_path / "s.jsonl"
+        lines = [{"url": url, "body": turn(n), "time": t} for n, t in enumerate(times)]
+        path.write_text("".join(json.dumps(item) + "\n" for item in lines), encoding="utf-8")
+        code, out, _ = run(capsys, "cost", str(path), "--format", "json")
+        assert code == 0
+        result: dict[str, Any] = json.loads(out)["sessions"][0]
+        return result
+
+    # each turn alone: what it writes (its marked system prompt) and what it sends after it
+    alone = []
+    for number in range(3):
+        path = tmp_path / f"alone{number}.json"
+        path.write_text(json.dumps(turn(number)), encoding="utf-8")
+        _, out, _ = run(capsys, "cost", str(path), "--format", "json")
+        alone.append(json.loads(out)["sessions"][0])
+    prefix = alone[0]["cache_write_tokens"]
+    assert prefix > 1024 and all(a["cache_write_tokens"] == prefix for a in alone)
+    tails = sum(a["uncached_tokens"] for a in alone)
+
+    warm = costs([0, 60, 120])
+    assert (warm["cache_write_tokens"], warm["cache_read_tokens"]) == (prefix, 2 * prefix)
+    assert warm["uncached_tokens"] == tails
+    # Sonnet 4.5 list price per million: input 3, 5m write 3.75, read 0.30
+    expected = (prefix * 3.75 + 2 * prefix * 0.30 + tails * 3.0) / 1e6
+    assert warm["usd"] == pytest.approx(expected, abs=1e-6)
+    assert warm["usd_without_cache"] == pytest.approx((3 * prefix + tails) * 3.0 / 1e6, abs=1e-6)
+
+    cold = costs([0, 60, 60 + 6 * 60])
+    assert (cold["cache_write_tokens"], cold["cache_read_tokens"]) == (2 * prefix, prefix)
+    code, out, _ = run(capsys, "lint", str(tmp_path / "s.jsonl"), "--format", "json")
+    (finding,) = json.loads(out)["findings"]
+    assert (finding["rule"], finding["request"]) == ("ttl-expired", 2)
+
+    # turns 0 and 1 overlap (1 starts before 0's answer ends): 1 cannot read 0's write
+    pair = costs([{"start": 0, "end": 5}, {"start": 0.5, "end": 6}, 60])
+    assert pair["cache_write_tokens"] == 2 * prefix
+
+
+def test_repricing_on_a_model_with_a_lower_minimum_shows_caching_start(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    body = claude_body("claude-opus-4-6", 1500)
+    path = session(tmp_path / "s.jsonl", body, {**body, "messages": [*body["messages"]]})
+    _, out, _ = run(capsys, "cost", path, "--format", "json")
+    (before,) = json.loads(out)["sessions"]
+    assert before["cache_read_tokens"] == 0 and before["cache_write_tokens"] == 0
+    _, out, _ = run(capsys, "cost", path, "--model", "claude-sonnet-4-5", "--format", "json")
+    (after,) = json.loads(out)["sessions"]
+    assert after["model"] == "claude-sonnet-4-5"
+    assert after["cache_write_tokens"] > 0 and after["cache_read_tokens"] > 0
