@@ -203,6 +203,7 @@ def test_hand_worked_write_then_reads_and_a_ttl_gap(
     cold = costs([0, 60, 60 + 6 * 60])
     assert (cold["cache_write_tokens"], cold["cache_read_tokens"]) == (2 * prefix, prefix)
     code, out, _ = run(capsys, "lint", str(tmp_path / "s.jsonl"), "--format", "json")
+    assert code == 0  # a warning
     (finding,) = json.loads(out)["findings"]
     assert (finding["rule"], finding["request"]) == ("ttl-expired", 2)
 

@@ -469,6 +469,6 @@ def test_bad_paths_and_broken_bodies_are_one_line(
     for command in ("lint", "cost"):
         for path in (tmp_path / "missing.json", broken, broken_session):
             code, out, err = run(capsys, command, str(path))
-            assert code == 2, (command, path)
+            assert (code, out) == (2, ""), (command, path)
             (line,) = err.strip().splitlines()
             assert path.name in line and "Traceback" not in err
