@@ -44,7 +44,7 @@ def _load_json(path: Path) -> tuple[object, bytes | None, int, bytes]:
     """The file decoded as JSON, its bytes when it is a harness file (decoded again, strictly,
     as its kind), its size and a digest of its bytes; other files' bytes are let go at once (two
     50 MB bodies are big enough)."""
-    data = read_checked(path, missing_hint="check the path")
+    data = read_checked(path, missing_hint="check the path").removeprefix(b"\xef\xbb\xbf")
     try:
         value = msgspec.json.decode(data)
     except msgspec.DecodeError as error:

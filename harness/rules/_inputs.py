@@ -72,8 +72,11 @@ def sessions_of(paths: Sequence[Path]) -> list[Session]:
     return sessions
 
 
+_BOM: Final = b"\xef\xbb\xbf"  # a byte order mark some exporters write (RFC 8259 lets it go)
+
+
 def _json_file(path: Path) -> list[Session]:
-    data = read_checked(path, missing_hint="check the path")
+    data = read_checked(path, missing_hint="check the path").removeprefix(_BOM)
     value = _decode(data, path)
     kind = value.get("kind") if isinstance(value, dict) else None
     if kind == "harness/capture":
@@ -144,7 +147,7 @@ def _json_of(data: bytes) -> dict[str, Any]:
 
 
 def _lines(path: Path) -> Iterator[LintRequest]:
-    data = read_checked(path, missing_hint="check the path")
+    data = read_checked(path, missing_hint="check the path").removeprefix(_BOM)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:

@@ -472,3 +472,19 @@ def test_bad_paths_and_broken_bodies_are_one_line(
             assert (code, out) == (2, ""), (command, path)
             (line,) = err.strip().splitlines()
             assert path.name in line and "Traceback" not in err
+
+
+def test_files_with_a_byte_order_mark_are_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Some exporters (PowerShell's Out-File, Windows tools) start UTF-8 with a BOM."""
+    body = tmp_path / "b.json"
+    body.write_text(json.dumps(claude("claude-opus-4-6", 116)), encoding="utf-8-sig")
+    lines = tmp_path / "s.jsonl"
+    lines.write_text(json.dumps(claude("claude-opus-4-6", 116)) + "\n", encoding="utf-8-sig")
+    for path in (body, lines):
+        code, out, _ = run(capsys, "lint", str(path), "--format", "json")
+        assert code == 0
+        assert rules(json.loads(out)["findings"]) == ["below-minimum"]
+    code, out, _ = run(capsys, "diff", str(body), str(body))
+    assert code == 0 and out.startswith("identical")
