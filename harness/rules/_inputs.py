@@ -53,10 +53,12 @@ def sessions_of(paths: Sequence[Path]) -> list[Session]:
             raise FixtureError(path, "does not exist", "check the path")
         if path.is_dir():
             cassettes = find_cassettes([path])
-            if not cassettes:
-                raise FixtureError(path, "holds no cassettes", _WHAT)
+            logs = sorted(path.rglob("*.jsonl"))  # sessions: a folder of proxy logs
+            if not cassettes and not logs:
+                raise FixtureError(path, "holds no cassettes and no sessions (.jsonl)", _WHAT)
             for cassette in cassettes:
                 sessions += _cassette(cassette)
+            sessions += sessions_of(logs)
         elif path.suffix == ".jsonl":
             session = Session(str(path), list(_lines(path)))
             if not any(analysis is not None for analysis in session.analyses):

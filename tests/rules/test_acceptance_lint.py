@@ -488,3 +488,27 @@ def test_files_with_a_byte_order_mark_are_read(
         assert rules(json.loads(out)["findings"]) == ["below-minimum"]
     code, out, _ = run(capsys, "diff", str(body), str(body))
     assert code == 0 and out.startswith("identical")
+
+
+def test_a_folder_of_sessions_is_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    logs = tmp_path / "logs"
+    (logs / "day2").mkdir(parents=True)
+    small = json.dumps(
+        {"url": "https://api.anthropic.com/v1/messages", "body": claude("claude-opus-4-6", 116)}
+    )
+    (logs / "a.jsonl").write_text(small + "\n", encoding="utf-8")
+    (logs / "day2" / "b.jsonl").write_text(small + "\n" + small + "\n", encoding="utf-8")
+    code, out, _ = run(capsys, "lint", str(logs), "--format", "json")
+    assert code == 0
+    printed = json.loads(out)
+    assert (printed["files"], printed["requests"]) == (2, 3)
+    assert {f["file"] for f in printed["findings"]} == {
+        str(logs / "a.jsonl"),
+        str(logs / "day2" / "b.jsonl"),
+    }
+    code, out, _ = run(capsys, "cost", str(logs), "--format", "json")
+    assert code == 0 and len(json.loads(out)["sessions"]) == 2
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    code, out, err = run(capsys, "lint", str(empty))
+    assert code == 2 and "empty" in err
