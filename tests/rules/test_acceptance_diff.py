@@ -227,3 +227,21 @@ def test_a_reorder_of_many_tools_gives_no_counter_hints(
     assert code == 1
     assert out.startswith("tools_changed")
     assert "counter" not in out
+
+
+def test_tools_added_on_the_next_turn_are_not_an_extension(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first, second = anthropic_turns()
+    second["tools"] = [{"name": "search", "description": "d", "input_schema": {"type": "object"}}]
+    code, out, _ = run(
+        capsys, "diff", write(tmp_path / "a.json", first), write(tmp_path / "b.json", second)
+    )
+    assert code == 1
+    assert out.startswith("tools_changed")
+    lines = [json.dumps(first), json.dumps(second)]
+    (tmp_path / "s.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    code, out, _ = run(capsys, "lint", str(tmp_path / "s.jsonl"), "--format", "json")
+    assert code == 1
+    (finding,) = [f for f in json.loads(out)["findings"] if f["rule"] == "prefix-broken"]
+    assert finding["message"].startswith("tools_changed") and finding["request"] == 1
