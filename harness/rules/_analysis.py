@@ -35,6 +35,7 @@ from harness.providers._pack import (
     Ttl,
     rules_pack,
 )
+from harness.rules._counters import Counted, count_tokens
 from harness.rules._layout import Layout, Mark, layout
 from harness.rules._tokens import Estimate, estimate
 
@@ -201,8 +202,17 @@ class Analysis:
             total = self.usage.read_tokens + self.usage.written_tokens
             total += self.usage.uncached_tokens or 0
         return estimate(
-            self.layout.size(boundary), total_size=self.layout.total, total_tokens=total
+            self.layout.size(boundary),
+            total_size=self.layout.total,
+            total_tokens=total,
+            counted=self.tokenized,
         )
+
+    @cached_property
+    def tokenized(self) -> Counted | None:
+        """The request's prompt tokens by a token counter (a tokenizer, the project's), if any."""
+        text = b"".join(unit.text for unit in self.layout.units)
+        return count_tokens(text, self.provider, self.model) if text else None
 
     @property
     def provider_cached(self) -> bool:
