@@ -129,3 +129,33 @@ def test_the_ini_budget_with_a_model_and_the_cost_of_the_cassette(
     said = re.search(r"\d request\(s\): \$(\d+\.\d+)", out)
     assert said is not None
     assert float(said.group(1)) == pytest.approx(session["usd"], abs=1e-4)
+
+
+@pytest.mark.slow
+def test_a_budget_on_a_test_that_captures_nothing_is_no_silent_pass(
+    pytester: pytest.Pytester,
+) -> None:
+    project(
+        pytester,
+        """
+import pytest
+
+import agent
+
+
+@pytest.mark.cache_budget(max_usd=0.0001)
+def test_budget_without_capture():
+    assert True
+
+
+@pytest.mark.cache_budget(max_usd=1)
+def test_budget_through_the_fixture(header_capture):
+    with header_capture.intercept():
+        assert agent.chat(turns=1) == "Sunny."
+""",
+    )
+    result = inner_pytest(pytester, "-p", "no:randomly", "--harness-mode=record")
+    result.assert_outcomes(passed=1, failed=1)
+    out = result.stdout.str()
+    assert "_ test_budget_without_capture _" in out
+    assert "harness: @pytest.mark.cache_budget prices the conversation a captured test" in out
