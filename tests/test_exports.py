@@ -118,9 +118,11 @@ FACES: dict[str, list[str]] = {
         "load_rules_file",
         "overlay",
         "register_rule",
+        "register_token_counter",
         "registered_rules",
         "rules_pack",
         "unregister_rule",
+        "unregister_token_counter",
     ],
     "harness.drift": [
         "DriftReport",

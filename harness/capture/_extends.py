@@ -107,11 +107,17 @@ def cut_like(
     conversation list (`_grown_text`)."""
     blocks: dict[str, Any] = {}
     names = list(prefix.blocks)
-    for position, name in enumerate(names):
-        if name not in view.blocks:
+    order = list(view.blocks)
+    shared = [name for name in order if name in prefix.blocks]
+    # a block the prefix lacks that comes before the prefix's end (tools added mid-conversation,
+    # a response format) is kept, so it is seen as the change it is; only what follows is cut
+    through = order.index(shared[-1]) + 1 if shared else 0
+    for name in order[:through]:
+        if name not in prefix.blocks:
+            blocks[name] = view.blocks[name]
             continue
         value, shape = view.blocks[name], prefix.blocks[name]
-        last = grows and position == len(names) - 1
+        last = grows and name == names[-1]
         if last and isinstance(value, list) and isinstance(shape, list):
             value = value[: len(shape)]
             if cut_content and value and shape:
@@ -176,14 +182,14 @@ def strip_pair(a: CacheView, b: CacheView, markers: tuple[str, ...]) -> tuple[Ca
     """Both views without cache markers, except a TTL that differs where both mark a place."""
     if not markers:
         return a, b
-    blocks_a: dict[str, Any] = {}
-    blocks_b: dict[str, Any] = {}
-    for name in [*a.blocks, *(n for n in b.blocks if n not in a.blocks)]:
-        value_a, value_b = _pair(a.blocks.get(name, _NONE), b.blocks.get(name, _NONE), markers)
-        if name in a.blocks:
-            blocks_a[name] = value_a
-        if name in b.blocks:
-            blocks_b[name] = value_b
+    pairs = {
+        name: _pair(a.blocks.get(name, _NONE), b.blocks.get(name, _NONE), markers)
+        for name in [*a.blocks, *(n for n in b.blocks if n not in a.blocks)]
+    }
+    # each view keeps its own block order (its cache order): a block only `b` has stays where
+    # `b` sends it, before the blocks it precedes
+    blocks_a = {name: pairs[name][0] for name in a.blocks}
+    blocks_b = {name: pairs[name][1] for name in b.blocks}
     return (
         CacheView(settings=a.settings, blocks=blocks_a, provider=a.provider),
         CacheView(settings=b.settings, blocks=blocks_b, provider=b.provider),

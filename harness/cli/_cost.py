@@ -13,18 +13,20 @@ another model's rules and prices. Exit 0; 2 for bad input.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 import msgspec
 
+from harness._errors import UsageError
 from harness._paths import project_fixtures
 from harness.cli._lint import project_policy
 from harness.cli._output import out
-from harness.cost._cost import cost_of, totals
+from harness.cost._cost import cost_of, price_of, totals
 from harness.cost._prices import overlay_prices, project_prices
 from harness.cost._read import conversations_of
+from harness.cost._simulate import Conversation
 from harness.cost._text import breakdown, money, percent
 
 __all__ = ["add_arguments", "cmd_cost", "cmd_report", "prices_in_force", "report_arguments"]
@@ -71,6 +73,7 @@ def cmd_cost(args: argparse.Namespace) -> int:
     paths = [Path(p) for p in args.paths] if args.paths else [project_fixtures()]
     with project_policy(args), prices_in_force(args):
         found = conversations_of(paths, args.model)
+        known_model(args.model, found)
         costs = [cost_of(conversation) for conversation in found]
     total = totals(costs)
     if args.format == "json":
@@ -89,12 +92,28 @@ def cmd_cost(args: argparse.Namespace) -> int:
     return 0
 
 
+def known_model(model: str | None, found: Sequence[Conversation]) -> None:
+    """A `--model` the price pack prices for every conversation's provider; else one usage
+    line (a misspelt model would price everything at $0 and say nothing)."""
+    if model is None:
+        return
+    for conversation in found:
+        if price_of(conversation) is None:
+            raise UsageError(
+                f"--model {model}: the price pack has no price for it on {conversation.provider}"
+                f" ({conversation.file}); name a model the price pack prices, or add a row to"
+                " harness-prices.json (--prices FILE)"
+            )
+
+
 def report_arguments(command: argparse.ArgumentParser) -> None:
     command.add_argument(
         "paths", nargs="+", help="cassettes, folders of cassettes, request bodies or sessions"
     )
-    command.add_argument("--html", required=True, metavar="OUT", help="the HTML page to write")
-    command.add_argument("--markdown", metavar="OUT", help="also write the summary as Markdown")
+    command.add_argument("--html", metavar="OUT", help="the HTML page to write")
+    command.add_argument(
+        "--markdown", metavar="OUT", help="the summary as Markdown (a pull-request comment)"
+    )
     command.add_argument("--model", default=None, help="price under this model's rules and prices")
     prices_option(command)
     command.add_argument("--rules", action="append", default=[], metavar="FILE")
@@ -104,13 +123,19 @@ def cmd_report(args: argparse.Namespace) -> int:
     from harness.cost._html import render_html
     from harness.cost._report import markdown, report_items
 
+    if not args.html and not args.markdown:
+        raise UsageError("give --html OUT, --markdown OUT or both")
+    paths = [Path(p) for p in args.paths]
     with project_policy(args) as policy, prices_in_force(args):
-        items = report_items([Path(p) for p in args.paths], args.model, policy)
-    _write(Path(args.html), render_html(items))
-    out(f"harness report: wrote {args.html} ({len(items)} conversation(s))")
+        if args.model is not None:
+            known_model(args.model, conversations_of(paths, args.model))
+        items = report_items(paths, args.model, policy)
+    if args.html:
+        _write(Path(args.html), render_html(items))
+        out(f"harness report: wrote {args.html} ({len(items)} conversation(s))")
     if args.markdown:
         _write(Path(args.markdown), markdown(items))
-        out(f"harness report: wrote {args.markdown}")
+        out(f"harness report: wrote {args.markdown} ({len(items)} conversation(s))")
     return 0
 
 

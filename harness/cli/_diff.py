@@ -21,10 +21,11 @@ import msgspec
 
 from harness._errors import FixtureError
 from harness._files import decode, read_checked, with_position
-from harness._views import RequestSplit, view_of_header, view_of_request
+from harness._views import RequestSplit, prompt_size, view_of_header, view_of_request
 from harness.agent._header import Header, LlmConfig
 from harness.capture._audit import request_of
 from harness.capture._cassette import CaptureFile, Exchange
+from harness.capture._prefix import conversation_links, prefix_chain
 from harness.drift._compare import compare, compare_values
 from harness.drift._far import FAR
 from harness.drift._report import DriftReport
@@ -36,13 +37,14 @@ __all__ = ["diff_files"]
 
 
 _HARNESS_KINDS = ("harness/requests", "harness/tool-schemas", "harness/capture")
+_WRAPPED = frozenset({"url", "body", "time", "response", "headers", "method"})
 
 
 def _load_json(path: Path) -> tuple[object, bytes | None, int, bytes]:
     """The file decoded as JSON, its bytes when it is a harness file (decoded again, strictly,
     as its kind), its size and a digest of its bytes; other files' bytes are let go at once (two
     50 MB bodies are big enough)."""
-    data = read_checked(path, missing_hint="check the path")
+    data = read_checked(path, missing_hint="check the path").removeprefix(b"\xef\xbb\xbf")
     try:
         value = msgspec.json.decode(data)
     except msgspec.DecodeError as error:
@@ -93,20 +95,46 @@ def _diff(a: Path, b: Path) -> DriftReport:
     if kinds == {"harness/capture"} and data_a is not None and data_b is not None:
         return _diff_cassettes(decode(data_a, CaptureFile, a), decode(data_b, CaptureFile, b), a, b)
     size = max(size_a, size_b)
+    raw_a, raw_b = _wrapped(raw_a), _wrapped(raw_b)
     split_a, split_b = _split_body(raw_a), _split_body(raw_b)
     if split_a is not None and split_b is not None and size <= FAR:
         caching = caching_of(raw_b) + bookkeeping_clause(split_a, split_b)
         report = compare(
             split_a.view, split_b.view, label_a=str(a), label_b=str(b), caching=caching
         )
-        if report.identical and (digest_a != digest_b or _spaced(raw_a) != _spaced(raw_b)):
+        differ = bookkeeping_differs(split_a, split_b)
+        extends = not report.identical and _extends(split_a, split_b)
+        if extends:
+            said = (
+                f"extends: {b} continues {a}'s prefix: every block {a} sends comes first"
+                f" in {b}, which adds to its end (a cache marker that moves forward is how a"
+                f" conversation keeps its cache); {report.prefix_bytes_kept:,} prompt bytes"
+                f" (~{report.tokens_kept:,} tokens) kept; {caching}"
+            )
+            report = DriftReport(
+                identical=True,
+                raw_summary=said,
+                prefix_bytes_kept=report.prefix_bytes_kept,
+                tokens_kept=report.tokens_kept,
+                raw_label_a=str(a),
+                raw_label_b=str(b),
+            )
+        if (
+            report.identical
+            and not extends
+            and (digest_a != digest_b or _spaced(raw_a) != _spaced(raw_b))
+        ):
+            how = (
+                "in fields that never reach the cache"
+                if differ
+                else "in JSON spacing or escaping, which the provider parses away"
+            )
             said = (
                 f"identical: {a} and {b} are the same request to the provider's cache"
                 f" ({report.prefix_bytes_kept:,} prompt bytes in cache order); the bodies differ"
-                f" only in JSON spacing or escaping, which the provider parses away; {caching}"
+                f" only {how}; {caching}"
             )
             report = msgspec.structs.replace(report, raw_summary=(said,))
-        differ = bookkeeping_differs(split_a, split_b)
         if differ:
             note = f"bookkeeping fields differ, and never reach the cache: {', '.join(differ)}"
             report = msgspec.structs.replace(report, notes=(*report.notes, note))
@@ -119,6 +147,19 @@ def _diff(a: Path, b: Path) -> DriftReport:
         )
         report = msgspec.structs.replace(report, notes=(*report.notes, note))
     return report
+
+
+def _extends(a: RequestSplit, b: RequestSplit) -> bool:
+    """Whether `b` continues `a`'s conversation and extends its cached prefix, by the prefix-chain
+    gate's rules (markers moving forward included), with more prompt than `a`."""
+    pair = [a, b]
+    chain = prefix_chain(pair)
+    return (
+        conversation_links(pair)[1] == 0
+        and not chain.breaks
+        and not chain.warnings
+        and prompt_size(b.view) > prompt_size(a.view)
+    )
 
 
 def _spaced(value: object) -> bool:
@@ -144,6 +185,23 @@ def bookkeeping_clause(a: RequestSplit, b: RequestSplit) -> str:
     return (
         f"; bookkeeping that never reaches the cache differs: {', '.join(differ)}" if differ else ""
     )
+
+
+def _wrapped(value: object) -> object:
+    """A `{"url", "body"}` object (what `harness lint` reads, a proxy log's line) as the
+    recorded request it stands for, so its URL names the provider; anything else as it is."""
+    if (
+        isinstance(value, dict)
+        and isinstance(value.get("body"), dict)
+        and set(value) <= _WRAPPED
+        and isinstance(value.get("url", ""), str)
+    ):
+        return {
+            "method": value.get("method", "POST"),
+            "url": value.get("url"),
+            "json": value["body"],
+        }
+    return value
 
 
 def caching_of(value: object) -> str:

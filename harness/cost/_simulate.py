@@ -136,20 +136,31 @@ class Tokens:
         size = sum(a.layout.total for a in counted)
         tokens = sum(a.usage.input_tokens for a in counted if a.usage is not None)
         self.ratio = tokens / size if size else 1 / BYTES_PER_TOKEN
-        if not counted:
+        # the others: a token counter (a tokenizer, the project's) before the calibration
+        rest = [a for a in analyses if a not in counted]
+        by = sorted({a.tokenized.how for a in rest if a.tokenized is not None})
+        tokenized = sum(1 for a in rest if a.tokenized is not None)
+        if not counted and rest and tokenized == len(rest):
+            self.how = "; ".join(by)
+        elif not counted:
             self.how = f"bytes / {BYTES_PER_TOKEN}, about ±25%"
+            if tokenized:
+                self.how += f" ({tokenized} of {len(analyses)} requests {'; '.join(by)})"
         elif len(counted) == len(analyses):
             self.how = "the provider's recorded usage"
         else:
+            others = f"; {tokenized} {'; '.join(by)}" if tokenized else ""
             self.how = (
                 f"the provider's recorded usage ({len(counted)} of {len(analyses)} requests;"
-                " the others scaled by their ratio)"
+                f" the others scaled by their ratio{others})"
             )
 
     def ratio_of(self, analysis: Analysis) -> float:
         usage = analysis.usage
         if usage is not None and _believed(usage, analysis.layout.total):
             return usage.input_tokens / analysis.layout.total
+        if analysis.tokenized is not None and analysis.layout.total:
+            return analysis.tokenized.tokens / analysis.layout.total
         return self.ratio
 
 

@@ -377,8 +377,17 @@ def _enc_member(doc: Mapping[str, Any], key: str) -> bytes:
 
 
 def _block_order(doc_a: Mapping[str, Any], doc_b: Mapping[str, Any]) -> list[str]:
+    """`a`'s blocks, with each block only `b` has at its place in `b` (before the first shared
+    block that follows it there): tools added in front of a conversation are the first change,
+    not the last."""
     order = [key for key in doc_a if key != SETTINGS]
-    return order + [key for key in doc_b if key != SETTINGS and key not in doc_a]
+    keys_b = [key for key in doc_b if key != SETTINGS]
+    for index, key in enumerate(keys_b):
+        if key in doc_a:
+            continue
+        after = next((k for k in keys_b[index + 1 :] if k in order), None)
+        order.insert(order.index(after) if after is not None else len(order), key)
+    return order
 
 
 def _changed_keys(a: Any, b: Any) -> tuple[str, ...]:

@@ -37,6 +37,7 @@ from harness.pytest_plugin._api import (
     moves_header_reason,
     send,
 )
+from harness.pytest_plugin._budget import BUDGET
 from harness.pytest_plugin._capture import SESSION as CAPTURE_SESSION
 from harness.pytest_plugin._capture import drift_first, gate
 
@@ -280,6 +281,12 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
     session = item.stash.get(CAPTURE_SESSION, None)
     if session is not None:
         gate(item, session, item.config.stash[STATE])
+    elif item.get_closest_marker(BUDGET) is not None:  # a budget nothing enforces: no silent pass
+        fail(
+            f"harness: @pytest.mark.{BUDGET} prices the conversation a captured test records,"
+            " and this test captures none: mark it @pytest.mark.header_capture (or use the"
+            " header_capture fixture)"
+        )
     return result
 
 

@@ -165,14 +165,15 @@ def cost_delta(
     was = sum(c.usd or 0.0 for c in before) / len(before)
     now = sum(c.usd or 0.0 for c in after) / len(after)
     first = after[0]
-    scope = (
-        "per conversation"
-        if cut >= sum(len(old.requests) for old in recorded)
-        else f"over the first {cut} request(s) (the replay stopped there)"
-    )
     line = (
-        f"{money(was)} -> {money(now)} {scope} at {first.model} list price, prices"
+        f"{money(was)} -> {money(now)} per conversation at {first.model} list price, prices"
         f" checked {first.prices_checked_on}"
+    )
+    # the shape stays whole; a replay that stopped early says so after it
+    scope = (
+        ""
+        if cut >= sum(len(old.requests) for old in recorded)
+        else f"; priced over the first {cut} request(s), where the replay stopped"
     )
     if report is not None and getattr(report, "verdict", None):
         cause = f"; cause {report.verdict}"
@@ -181,4 +182,4 @@ def cost_delta(
         provenance = getattr(report, "raw_provenance", None)
         cause += f", {provenance}" if provenance else ""
         line += cause
-    return line
+    return line + scope

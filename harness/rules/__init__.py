@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from harness.providers._pack import RulesFile, load_rules_file, overlay, rules_pack
 from harness.rules._analysis import Analysis, LintRequest, analyse
+from harness.rules._counters import register_token_counter, unregister_token_counter
 from harness.rules._engine import Finding, Policy, Rule, Session
 from harness.rules._registry import lint, register_rule, registered_rules, unregister_rule
 
@@ -36,7 +37,9 @@ __all__ = [
     "load_rules_file",
     "overlay",
     "register_rule",
+    "register_token_counter",
     "registered_rules",
     "rules_pack",
     "unregister_rule",
+    "unregister_token_counter",
 ]

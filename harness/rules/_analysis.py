@@ -5,7 +5,7 @@ provider's response); `analyse(request)` reads it against the rows in force
 (`harness.providers._pack`): the provider's caching mode, the model's minimum, the breakpoint
 limit, the TTLs. The result, an `Analysis`, is what every rule reads and what `harness show` and
 `harness diff` say of a request ("caches ~5,210 tokens up to /messages/3/content/0 (5m)",
-"nothing is cached: ~116 tokens, minimum 4,096 for claude-opus-4-6").
+"nothing is cached: 116 tokens, minimum 4,096 for claude-opus-4-6").
 
 Tokens are estimated (`harness.rules._tokens`): bytes / 4, or scaled by the response's usage
 when it counted the request's input tokens. When the response says the provider read from or
@@ -21,6 +21,8 @@ from functools import cached_property
 from typing import Any, Final, NamedTuple
 from urllib.parse import unquote, urlsplit
 
+import msgspec
+
 from harness._views import RequestSplit
 from harness.providers import CacheUsage, cache_usage, split_request
 from harness.providers._anthropic import ANTHROPIC, surface_of
@@ -33,6 +35,7 @@ from harness.providers._pack import (
     Ttl,
     rules_pack,
 )
+from harness.rules._counters import Counted, count_tokens
 from harness.rules._layout import Layout, Mark, layout
 from harness.rules._tokens import Estimate, estimate
 
@@ -199,8 +202,17 @@ class Analysis:
             total = self.usage.read_tokens + self.usage.written_tokens
             total += self.usage.uncached_tokens or 0
         return estimate(
-            self.layout.size(boundary), total_size=self.layout.total, total_tokens=total
+            self.layout.size(boundary),
+            total_size=self.layout.total,
+            total_tokens=total,
+            counted=self.tokenized,
         )
+
+    @cached_property
+    def tokenized(self) -> Counted | None:
+        """The request's prompt tokens by a token counter (a tokenizer, the project's), if any."""
+        text = b"".join(unit.text for unit in self.layout.units)
+        return count_tokens(text, self.provider, self.model) if text else None
 
     @property
     def provider_cached(self) -> bool:
@@ -282,11 +294,11 @@ class Analysis:
         return self.below()
 
     def below(self) -> str:
-        """`nothing is cached: ~N tokens, minimum M for MODEL` for the largest prefix asked."""
+        """`nothing is cached: N tokens, minimum M for MODEL` for the largest prefix asked."""
         asked = max(self.writes, key=lambda write: write.after)
         minimum = self.minimum.tokens if self.minimum is not None else 0
         return (
-            f"nothing is cached: ~{asked.tokens.tokens:,} tokens, minimum {minimum:,} for"
+            f"nothing is cached: {asked.tokens.tokens:,} tokens, minimum {minimum:,} for"
             f" {self.model} (tokens: {asked.tokens.how})"
         )
 
@@ -316,6 +328,7 @@ def _usage(provider: str, response: Any) -> CacheUsage | None:
     """The provider's counters in a response (a JSON body, or a stream's events as a list)."""
     values = response if isinstance(response, list) else [response]
     best: CacheUsage | None = None
+    output: int | None = None  # a stream counts its output as it goes (Anthropic's message_delta)
     for value in values:
         for candidate in (value, _member(value, "message"), _member(value, "response")):
             if not isinstance(candidate, dict):
@@ -323,7 +336,11 @@ def _usage(provider: str, response: Any) -> CacheUsage | None:
             found = cache_usage(provider, candidate)
             if found is not None and (best is None or _total(found) > _total(best)):
                 best = found
-    return best if best is not None and _total(best) > 0 else None
+            if found is not None and found.output_tokens is not None:
+                output = max(output or 0, found.output_tokens)
+    if best is None or _total(best) == 0:
+        return None
+    return best if output is None else msgspec.structs.replace(best, output_tokens=output)
 
 
 def _total(usage: CacheUsage) -> int:

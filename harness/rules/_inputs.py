@@ -53,10 +53,12 @@ def sessions_of(paths: Sequence[Path]) -> list[Session]:
             raise FixtureError(path, "does not exist", "check the path")
         if path.is_dir():
             cassettes = find_cassettes([path])
-            if not cassettes:
-                raise FixtureError(path, "holds no cassettes", _WHAT)
+            logs = sorted(path.rglob("*.jsonl"))  # sessions: a folder of proxy logs
+            if not cassettes and not logs:
+                raise FixtureError(path, "holds no cassettes and no sessions (.jsonl)", _WHAT)
             for cassette in cassettes:
                 sessions += _cassette(cassette)
+            sessions += sessions_of(logs)
         elif path.suffix == ".jsonl":
             session = Session(str(path), list(_lines(path)))
             if not any(analysis is not None for analysis in session.analyses):
@@ -72,8 +74,11 @@ def sessions_of(paths: Sequence[Path]) -> list[Session]:
     return sessions
 
 
+_BOM: Final = b"\xef\xbb\xbf"  # a byte order mark some exporters write (RFC 8259 lets it go)
+
+
 def _json_file(path: Path) -> list[Session]:
-    data = read_checked(path, missing_hint="check the path")
+    data = read_checked(path, missing_hint="check the path").removeprefix(_BOM)
     value = _decode(data, path)
     kind = value.get("kind") if isinstance(value, dict) else None
     if kind == "harness/capture":
@@ -144,7 +149,7 @@ def _json_of(data: bytes) -> dict[str, Any]:
 
 
 def _lines(path: Path) -> Iterator[LintRequest]:
-    data = read_checked(path, missing_hint="check the path")
+    data = read_checked(path, missing_hint="check the path").removeprefix(_BOM)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:

@@ -5,8 +5,9 @@ Without a tokenizer the harness counts bytes: about four bytes of JSON or Englis
 When a recorded response says how many input tokens the whole request held (the provider's usage
 counters), the request's own ratio of tokens to bytes is used instead, if it is plausible (1.5 to
 12 bytes a token): a stand-in upstream's made-up usage (`"input_tokens": 10` for a 20 KB request)
-must not make a prefix look uncacheable. Either way a count is an estimate, and a message says
-which (`Estimate.how`): "~1,234 tokens (bytes / 4)".
+must not make a prefix look uncacheable. Without usage, a token counter (a tokenizer where one
+is installed, or the project's: `harness.rules._counters`) gives the request's ratio. Either way
+a count is an estimate, and a message says which (`Estimate.how`): "~1,234 tokens (bytes / 4)".
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 from typing import Final, NamedTuple
 
 from harness.drift._wording import BYTES_PER_TOKEN
+from harness.rules._counters import Counted
 
 __all__ = ["PLAUSIBLE", "Estimate", "estimate"]
 
@@ -28,13 +30,22 @@ class Estimate(NamedTuple):
         return f"~{self.tokens:,} tokens ({self.how})"
 
 
-def estimate(size: int, *, total_size: int = 0, total_tokens: int | None = None) -> Estimate:
+def estimate(
+    size: int,
+    *,
+    total_size: int = 0,
+    total_tokens: int | None = None,
+    counted: Counted | None = None,
+) -> Estimate:
     """The tokens of a prefix of `size` bytes, in a request of `total_size` bytes that the
-    provider counted as `total_tokens` input tokens (when a response said so)."""
+    provider counted as `total_tokens` input tokens (when a response said so), or that a token
+    counter (`harness.rules._counters`) `counted`."""
     if (
         total_tokens
         and total_size > 0
         and PLAUSIBLE[0] <= total_size / total_tokens <= PLAUSIBLE[1]
     ):
         return Estimate(round(size * total_tokens / total_size), "scaled by the response's usage")
+    if counted is not None and total_size > 0:
+        return Estimate(round(size * counted.tokens / total_size), counted.how)
     return Estimate(size // BYTES_PER_TOKEN, f"bytes / {BYTES_PER_TOKEN}")

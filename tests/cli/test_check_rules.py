@@ -41,7 +41,7 @@ def test_check_passes_on_a_warning_unless_it_fails_on_it(
 ) -> None:
     record_cassette(cassettes(tmp_path) / "test_small.json", claude(500, model="claude-opus-4-6"))
     code, out = cli(capsys, "check", str(tmp_path / "fixtures"))
-    assert code == 0 and "warning below-minimum: nothing is cached: ~500 tokens" in out
+    assert code == 0 and "warning below-minimum: nothing is cached: 500 tokens" in out
     code, out = cli(capsys, "check", str(tmp_path / "fixtures"), "--fail-on", "below-minimum")
     assert code == 1 and "error below-minimum" in out
     code, out = cli(capsys, "check", str(tmp_path / "fixtures"), "--format", "json")
@@ -73,7 +73,7 @@ def test_show_says_what_each_request_caches(
     lines = out.splitlines()
     assert code == 0
     assert lines[1].endswith(
-        "caching: nothing is cached: ~500 tokens, minimum 4,096 for claude-opus-4-6"
+        "caching: nothing is cached: 500 tokens, minimum 4,096 for claude-opus-4-6"
         " (tokens: bytes / 4)"
     )
     assert lines[2].endswith("; caching: caches ~1,100 tokens up to /system/0 (5m)")

@@ -32,7 +32,7 @@ from tests.support.paths import ROOT
 
 FIRST_PARTY = {"harness", "bench", "__future__"}
 # The extras the code in each folder may use ("" is the bare install's `dependencies`).
-MAY_USE = {"harness": ("", "pytest", "capture"), "bench": ("", "bench")}
+MAY_USE = {"harness": ("", "pytest", "capture", "tokens"), "bench": ("", "bench")}
 # The client libraries capture patches when a project has them installed (decision 0019), and
 # aiohttp's own multidict and yarl: imported inside functions, after `find_spec` found them, so
 # never a dependency; they are in the `test` extra only.

@@ -178,12 +178,12 @@ def test_the_drift_summary_and_step_summary_carry_the_cost_delta(
     out = result.stdout.str()
     assert "    cost: $0.0" in out
     assert (
-        "over the first 2 request(s) (the replay stopped there) at claude-sonnet-4-5 list price,"
-        " prices checked 2026-12-04" in out
+        "per conversation at claude-sonnet-4-5 list price, prices checked 2026-12-04;"
+        " cause tools_changed at /tools/0" in out
     )
-    assert "cause tools_changed at /tools/0" in out
+    assert "; priced over the first 2 request(s), where the replay stopped" in out
     line = next(text for text in out.splitlines() if text.startswith("    cost: "))
-    was, now = (float(part.strip(" $")) for part in line[10:].split(" over ")[0].split("->"))
+    was, now = (float(part.strip(" $")) for part in line[10:].split(" per ")[0].split("->"))
     assert now > was  # the moved tools are written again instead of read
     assert "**Cost:** $0.0" in summary.read_text(encoding="utf-8")
 

@@ -97,7 +97,7 @@ def test_findings_reach_the_summary_and_an_error_fails_its_test(pytester: pytest
     assert "cache rules: 2 finding(s) (1 error(s), 1 warning(s), 0 info):" in out
     assert (
         "test_agent.py::test_too_small_to_cache: request 0: warning below-minimum: nothing is"
-        " cached: ~" in out
+        " cached: " in out
     )
     assert "test_agent.py::test_five_breakpoints: request 0: error too-many-breakpoints" in out
     assert "test_cached: request" not in out  # the near miss: over the minimum, four markers

@@ -429,8 +429,13 @@ def test_the_drift_report_points_at_the_real_first_difference(
     if _enc(doc_a["settings"]) != _enc(doc_b["settings"]):
         assert (report.block, report.verdict) == ("settings", "model_changed")
     elif report.kind != "block-order":
+        # a's blocks, each block only b has at its place in b (the cache order b sends)
         order = [k for k in doc_a if k != "settings"]
-        order += [k for k in doc_b if k != "settings" and k not in doc_a]
+        keys_b = [k for k in doc_b if k != "settings"]
+        for index, key in enumerate(keys_b):
+            if key not in doc_a:
+                after = next((k for k in keys_b[index + 1 :] if k in order), None)
+                order.insert(order.index(after) if after is not None else len(order), key)
         first = next(k for k in order if _enc(doc_a.get(k)) != _enc(doc_b.get(k)))
         assert report.block == first
     for render in (report.to_text, report.to_markdown, report.to_json):

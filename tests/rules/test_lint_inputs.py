@@ -223,7 +223,7 @@ def test_responses_with_a_stored_conversation_are_linted(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # the stored conversation is part of the prompt but not of the body: its size is unknown,
-    # so "nothing is cached: ~3 tokens" would be a false alarm
+    # so "nothing is cached: 3 tokens" would be a false alarm
     body = {"model": "gpt-5.6", "previous_response_id": "resp_1", "input": "and then?"}
     path = tmp_path / "s.jsonl"
     path.write_text(line(body, RESPONSES_URL) + "\n", encoding="utf-8")

@@ -108,7 +108,7 @@ def test_a_marked_prefix_one_token_under_the_minimum_caches_nothing(
     code, found = lint(tmp_path, capsys, line(under, ANTHROPIC_URL))
     assert code == 0 and rules(found) == [("below-minimum", "warning", 0)]
     assert found[0]["message"].startswith(
-        "nothing is cached: ~4,095 tokens, minimum 4,096 for claude-opus-4-6"
+        "nothing is cached: 4,095 tokens, minimum 4,096 for claude-opus-4-6"
     )
     for tokens in (4096, 4097):
         body = claude(tokens, model="claude-opus-4-6")
