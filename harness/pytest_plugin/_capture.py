@@ -350,6 +350,7 @@ def record_chain(item: pytest.Item, session: CaptureSession, *, moved: int) -> N
             "seen": dict(chain.seen),
             "judged": dict(chain.judged),
             "unrecognised": chain.unrecognised,
+            "proofs": session.proving_calls,
             "moved": moved,
             "exempt": session.moves_header,
         },
@@ -362,6 +363,7 @@ def take_chain(settings: RunState, nodeid: str, value: dict[str, Any]) -> None:
     settings.chain_seen.update(Counter(value.get("seen", {})))
     settings.chain_judged.update(Counter(value.get("judged", {})))
     settings.chain_unrecognised += int(value.get("unrecognised", 0))
+    settings.chain_proofs += int(value.get("proofs", 0))
     if value.get("exempt") is not None and not value.get("moved"):
         settings.stale.add(nodeid)
 

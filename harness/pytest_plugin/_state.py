@@ -54,6 +54,7 @@ class RunState:
     chain_seen: Counter[str] = field(default_factory=Counter)  # provider requests, by provider
     chain_judged: Counter[str] = field(default_factory=Counter)  # of those, judged
     chain_unrecognised: int = 0  # captured requests no provider claimed
+    chain_proofs: int = 0  # prove_stable calls captured (their requests are judged by the proof)
     stale: set[str] = field(default_factory=set)  # moves_header tests whose header did not move
     no_requests: list[tuple[str, str]] = field(default_factory=list)  # (nodeid, "warn"/"fail")
     # what decides which recordings the run proved unused (`harness.pytest_plugin._unused`)

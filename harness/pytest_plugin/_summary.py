@@ -97,6 +97,10 @@ def chain_lines(settings: RunState) -> list[str]:
     )
     if settings.chain_unrecognised:
         line += f"; {settings.chain_unrecognised} other request(s) not checked"
+    if settings.chain_proofs:
+        # A proof's requests are judged by prove_stable (every order against the first), not by
+        # the gate: without this, a run of proofs only read "requests per provider: none".
+        line += f"; {settings.chain_proofs} prove_stable call(s), judged by the proof"
     return [line]
 
 
