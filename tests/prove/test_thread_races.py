@@ -108,19 +108,21 @@ def test_the_same_threads_pass_once_sorted(
 
 
 CORRECT: dict[str, str] = {
-    # Eight 40 ms jobs against a 0.25 s deadline: one at a time they would take 0.32 s.
+    # Eight 100 ms jobs against a 0.6 s deadline: one at a time they would take 0.8 s. (40 ms
+    # jobs against 0.25 s once missed the deadline in CI, with two xdist workers and the
+    # inner pytest sharing two cores: the margin is the scheduler's, not the proof's.)
     "wait-with-a-deadline": """
         import time
         from concurrent.futures import ThreadPoolExecutor, wait
 
         def job(index):
-            time.sleep(0.04)
+            time.sleep(0.1)
             return f"tool{index}"
 
         def build():
             with ThreadPoolExecutor(max_workers=8) as pool:
                 futures = [pool.submit(job, index) for index in range(8)]
-                done, late = wait(futures, timeout=0.25)
+                done, late = wait(futures, timeout=0.6)
                 assert not late, f"{len(late)} jobs missed the deadline"
                 return request([future.result() for future in futures])
     """,
@@ -129,13 +131,13 @@ CORRECT: dict[str, str] = {
         from concurrent.futures import ThreadPoolExecutor
 
         def job(index):
-            time.sleep(0.04)
+            time.sleep(0.1)
             return f"tool{index}"
 
         def build():
             with ThreadPoolExecutor(max_workers=8) as pool:
                 futures = [pool.submit(job, index) for index in range(8)]
-                return request([future.result(timeout=0.25) for future in futures])
+                return request([future.result(timeout=0.6) for future in futures])
     """,
     "barrier-with-a-timeout": """
         import threading
