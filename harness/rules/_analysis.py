@@ -35,7 +35,7 @@ from harness.providers._pack import (
     Ttl,
     rules_pack,
 )
-from harness.rules._counters import Counted, count_tokens
+from harness.rules._counters import Counted, count_tokens, counting
 from harness.rules._layout import Layout, Mark, layout
 from harness.rules._tokens import Estimate, estimate
 
@@ -205,12 +205,14 @@ class Analysis:
             self.layout.size(boundary),
             total_size=self.layout.total,
             total_tokens=total,
-            counted=self.tokenized,
+            counted=lambda: self.tokenized,
         )
 
     @cached_property
     def tokenized(self) -> Counted | None:
         """The request's prompt tokens by a token counter (a tokenizer, the project's), if any."""
+        if not counting():
+            return None  # no counter: the request's text is not joined for nothing
         text = b"".join(unit.text for unit in self.layout.units)
         return count_tokens(text, self.provider, self.model) if text else None
 

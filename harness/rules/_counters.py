@@ -20,7 +20,13 @@ import threading
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-__all__ = ["Counted", "count_tokens", "register_token_counter", "unregister_token_counter"]
+__all__ = [
+    "Counted",
+    "count_tokens",
+    "counting",
+    "register_token_counter",
+    "unregister_token_counter",
+]
 
 CountFunction = Callable[[str, str, "str | None"], "int | None"]
 
@@ -60,6 +66,13 @@ def register_token_counter(count: CountFunction, *, name: str, uncertainty: str 
 def unregister_token_counter(name: str) -> None:
     with _lock:
         _registered.pop(name, None)
+
+
+def counting() -> bool:
+    """Whether any counter may answer (a project's, or the built-in tokenizer)."""
+    with _lock:
+        registered = bool(_registered)
+    return registered or _tiktoken() is not None
 
 
 def count_tokens(text: bytes, provider: str, model: str | None) -> Counted | None:

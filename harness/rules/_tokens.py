@@ -12,6 +12,7 @@ a count is an estimate, and a message says which (`Estimate.how`): "~1,234 token
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Final, NamedTuple
 
 from harness.drift._wording import BYTES_PER_TOKEN
@@ -35,17 +36,19 @@ def estimate(
     *,
     total_size: int = 0,
     total_tokens: int | None = None,
-    counted: Counted | None = None,
+    counted: Callable[[], Counted | None] | None = None,
 ) -> Estimate:
     """The tokens of a prefix of `size` bytes, in a request of `total_size` bytes that the
     provider counted as `total_tokens` input tokens (when a response said so), or that a token
-    counter (`harness.rules._counters`) `counted`."""
+    counter (`harness.rules._counters`) counts (`counted`, asked only when the usage does not
+    answer: a tokenizer reads the whole request)."""
     if (
         total_tokens
         and total_size > 0
         and PLAUSIBLE[0] <= total_size / total_tokens <= PLAUSIBLE[1]
     ):
         return Estimate(round(size * total_tokens / total_size), "scaled by the response's usage")
-    if counted is not None and total_size > 0:
-        return Estimate(round(size * counted.tokens / total_size), counted.how)
+    found = counted() if counted is not None and total_size > 0 else None
+    if found is not None:
+        return Estimate(round(size * found.tokens / total_size), found.how)
     return Estimate(size // BYTES_PER_TOKEN, f"bytes / {BYTES_PER_TOKEN}")
