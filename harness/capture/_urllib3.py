@@ -17,6 +17,7 @@ urllib3 is imported only when the project already has it installed; it is never 
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import io
@@ -176,27 +177,23 @@ def _urllib3_response(response: Any, method: str, url: str, kw: dict[str, Any]) 
     )
 
 
-_STREAMING: list[type[Any]] = []
-
-
+@functools.cache
 def _streaming_class(base: type[Any]) -> type[Any]:
     """urllib3's response whose `stream()` (requests' `iter_content`, `iter_lines`) yields each
     chunk as it arrives, as it does for a chunked answer off the wire, instead of waiting to fill
     `amt` bytes: the capture's answer has no chunked framing to read it by."""
-    if not _STREAMING:
 
-        def stream(self: Any, amt: int | None = 2**16, decode_content: bool | None = None) -> Any:
-            if amt == 0:
+    def stream(self: Any, amt: int | None = 2**16, decode_content: bool | None = None) -> Any:
+        if amt == 0:
+            return
+        while True:
+            data = self.read1(amt=amt, decode_content=decode_content)
+            if data:
+                yield data
+            elif self._fp is None or self._fp.closed or not self._decoded_buffer:
                 return
-            while True:
-                data = self.read1(amt=amt, decode_content=decode_content)
-                if data:
-                    yield data
-                elif self._fp is None or self._fp.closed or not self._decoded_buffer:
-                    return
 
-        _STREAMING.append(type("CapturedResponse", (base,), {"stream": stream}))
-    return _STREAMING[0]
+    return type("CapturedResponse", (base,), {"stream": stream})
 
 
 _UPSTREAMS: dict[str, type[Any]] = {}
