@@ -11,23 +11,7 @@ from typing import Any
 import pytest
 
 from harness.cli import main
-
-KEYS = {
-    "file",
-    "provider",
-    "model",
-    "requests",
-    "input_tokens",
-    "cache_read_tokens",
-    "cache_write_tokens",
-    "uncached_tokens",
-    "hit_rate",
-    "usd",
-    "usd_without_cache",
-    "recorded",
-    "agreement",
-    "prices_checked_on",
-}
+from tests.support.conversations import COST_KEYS
 
 
 def words(tokens: int) -> str:
@@ -66,7 +50,7 @@ def test_cost_json_has_exactly_the_named_keys(
     report = json.loads(out)
     assert set(report) == {"sessions", "totals"}
     (one,) = report["sessions"]
-    assert set(one) == KEYS
+    assert set(one) == COST_KEYS
     assert one["requests"] == 2 and one["provider"] == "anthropic"
     assert one["cache_write_tokens"] > 0 and one["cache_read_tokens"] > 0
     assert one["input_tokens"] == (

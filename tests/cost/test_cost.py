@@ -16,25 +16,9 @@ from typing import Any
 import pytest
 
 from harness.cli import main
-from tests.support.conversations import answer, conversation, entry
+from tests.support.conversations import COST_KEYS, answer, conversation, entry
 
 SONNET = {"input": 3.0, "read": 0.30, "5m": 3.75, "1h": 6.0}
-KEYS = {
-    "file",
-    "provider",
-    "model",
-    "requests",
-    "input_tokens",
-    "cache_read_tokens",
-    "cache_write_tokens",
-    "uncached_tokens",
-    "hit_rate",
-    "usd",
-    "usd_without_cache",
-    "recorded",
-    "agreement",
-    "prices_checked_on",
-}
 
 
 def cost(
@@ -66,7 +50,7 @@ def test_write_then_reads(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     bodies = [conversation(turns) for turns in (1, 2, 3)]
     one, two, three = (size(tmp_path, capsys, body) for body in bodies)
     found = cost(tmp_path, capsys, *(entry(b, 30.0 * i) for i, b in enumerate(bodies)))
-    assert set(found) == KEYS
+    assert set(found) == COST_KEYS
     assert found["requests"] == 3
     assert found["input_tokens"] == one + two + three
     assert found["cache_read_tokens"] == one + two  # each turn reads the one before

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from harness.cli import main
+from tests.support.bodies import RULE_NAMES
 
 RESPONSES_URL = "https://api.openai.com/v1/responses"
 CHAT_URL = "https://api.openai.com/v1/chat/completions"
@@ -423,20 +424,7 @@ def test_harness_rules_json_every_row_sourced_and_dated(
     rows = printed["pack"]
     assert rows and all(row["source"] and row["checked_on"] for row in rows)
     named = {rule["name"] for rule in printed["rules"]}
-    assert {
-        "too-many-breakpoints",
-        "below-minimum",
-        "no-breakpoint",
-        "ttl-order",
-        "lookback-exceeded",
-        "volatile-in-prefix",
-        "vertex-key-order",
-        "write-never-read",
-        "unknown-model",
-        "prefix-broken",
-        "ttl-expired",
-        "provider-disagrees",
-    } <= named
+    assert set(RULE_NAMES) <= named
 
 
 @pytest.mark.parametrize(

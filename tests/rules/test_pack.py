@@ -14,27 +14,13 @@ from harness.cli import main
 from harness.providers._pack import PACK_FILES, Minimum, Setting, rules_pack
 from harness.rules import LintRequest, analyse, overlay
 from harness.rules._registry import rule_names
-from tests.support.bodies import claude
+from tests.support.bodies import RULE_NAMES, claude
 
-RULES = [
-    "too-many-breakpoints",
-    "below-minimum",
-    "no-breakpoint",
-    "ttl-order",
-    "lookback-exceeded",
-    "volatile-in-prefix",
-    "vertex-key-order",
-    "write-never-read",
-    "unknown-model",
-    "prefix-broken",
-    "ttl-expired",
-    "provider-disagrees",
-]
 PACK = Path(__file__).resolve().parents[2] / "harness" / "providers" / "rules"
 
 
 def test_the_rules_have_exactly_the_names_users_write() -> None:
-    assert rule_names() == RULES
+    assert rule_names() == RULE_NAMES
 
 
 def test_every_row_names_its_source_and_the_day_it_was_checked() -> None:
@@ -111,7 +97,7 @@ def test_harness_rules_prints_the_rules_and_the_pack(capsys: pytest.CaptureFixtu
     assert "  conflicts: caching observed only from about 2,048 tokens" in out
     assert main(["rules", "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert [rule["name"] for rule in data["rules"]] == RULES
+    assert [rule["name"] for rule in data["rules"]] == RULE_NAMES
     assert {"name", "severity", "providers", "meaning", "fix"} == set(data["rules"][0])
     assert all(
         {"rule", "providers", "source", "checked_on", "conflicts"} <= set(row)

@@ -16,6 +16,22 @@ import httpx2
 
 from harness.capture import CaptureSession
 
+# The lint rules, in the order `harness rules` lists them, as issues 20 and 21 name them.
+RULE_NAMES = [
+    "too-many-breakpoints",
+    "below-minimum",
+    "no-breakpoint",
+    "ttl-order",
+    "lookback-exceeded",
+    "volatile-in-prefix",
+    "vertex-key-order",
+    "write-never-read",
+    "unknown-model",
+    "prefix-broken",
+    "ttl-expired",
+    "provider-disagrees",
+]
+
 MARK = {"type": "ephemeral"}
 ANTHROPIC_URL = "https://api.anthropic.com/v1/messages"
 RESPONSES_URL = "https://api.openai.com/v1/responses"

@@ -8,7 +8,25 @@ from typing import Any
 
 from tests.support.bodies import ANTHROPIC_URL, MARK, sized, text_block
 
-__all__ = ["answer", "conversation", "entry"]
+__all__ = ["COST_KEYS", "answer", "conversation", "entry"]
+
+# The keys of one conversation in `harness cost --format json`, exactly as issue 21 names them.
+COST_KEYS = {
+    "file",
+    "provider",
+    "model",
+    "requests",
+    "input_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "uncached_tokens",
+    "hit_rate",
+    "usd",
+    "usd_without_cache",
+    "recorded",
+    "agreement",
+    "prices_checked_on",
+}
 
 
 def tool(name: str) -> dict[str, Any]:
