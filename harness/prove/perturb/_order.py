@@ -248,8 +248,8 @@ class Scheduler:
 
     def drain(self) -> list[Held]:
         """Every wake-up held, which the scheduler forgets."""
-        entries = [entry for entries in self.parked.values() for entry in entries] + self.held
-        self.held, self.parked = [], {}
+        entries = self._unpark() + self.held
+        self.held = []
         return entries
 
     def take(self, mark: int) -> tuple[list[Held], float, bool]:
