@@ -18,7 +18,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness._ci import CI_VARIABLES
+from harness._shared._ci import CI_VARIABLES
 
 pytest_plugins = ["pytester"]
 

@@ -35,7 +35,7 @@ from bench.figures import Figures, PeerFigure, Shape, SizeFigure, to_json
 from bench.floor import floor_check, verify
 from bench.machine import this_machine
 from bench.report import render, write_between_markers
-from harness._paths import pins_root
+from harness._shared._paths import pins_root
 from harness.scenarios._formats import load_fixture
 from harness.scenarios._pins import Pin, load_pin
 

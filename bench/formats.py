@@ -16,8 +16,8 @@ from vcr.persisters.filesystem import FilesystemPersister
 from vcr.serializers import yamlserializer
 
 from bench.timing import median_of
-from harness._files import decode
-from harness._paths import (
+from harness._shared._files import decode
+from harness._shared._paths import (
     ANSWERS_FILE,
     LOG_FILE,
     REQUESTS_FILE,
@@ -26,7 +26,7 @@ from harness._paths import (
     TOOLS_PIN,
     pins_root,
 )
-from harness._secrets import scan_secrets
+from harness._shared._secrets import scan_secrets
 from harness.scenarios._formats import AnswersFile, LogFile, RequestsFile, Scenario, load_fixture
 
 KINDS = {

@@ -44,7 +44,7 @@ def main(argv: list[str]) -> int:
     from bench.floor import floor_check, verify
     from bench.pipeline import replay_ok, steps_of
     from bench.timing import timed
-    from harness._paths import pins_root
+    from harness._shared._paths import pins_root
     from harness.scenarios._formats import load_fixture
     from harness.scenarios._pins import load_pin
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness._files import write
-from harness._paths import SCENARIO_FILE
+from harness._shared._files import write
+from harness._shared._paths import SCENARIO_FILE
 from harness.agent import ScriptedReply, ScriptedToolCall
 from harness.scenarios._formats import (
     PinSpec,

@@ -131,9 +131,11 @@ def test_the_scan_counts_lazy_imports_and_skips_type_checking_ones() -> None:
 
 def test_the_scan_sees_every_module_and_resolves_submodules() -> None:
     graph = import_graph()
-    assert {"harness._views", "harness.drift._compare", "harness.capture._session"} <= set(graph)
+    assert {"harness._shared._views", "harness.drift._compare", "harness.capture._session"} <= set(
+        graph
+    )
     assert "harness.drift._locate" in graph["harness.drift._compare"]
-    assert "harness._views" in graph["harness.drift._compare"]
+    assert "harness._shared._views" in graph["harness.drift._compare"]
 
 
 def test_the_harness_has_no_import_cycle() -> None:
@@ -142,7 +144,7 @@ def test_the_harness_has_no_import_cycle() -> None:
 
 def test_views_are_at_the_bottom() -> None:
     graph = import_graph()
-    assert graph["harness._views"] == set(), "views imports nothing else from the harness"
+    assert graph["harness._shared._views"] == set(), "views imports nothing else from the harness"
     assert "harness.drift" not in graph["harness.providers._base"]
 
 
@@ -164,8 +166,14 @@ def test_every_module_says_what_it_owns() -> None:
 
 
 def test_every_error_a_user_can_cause_is_a_harness_error() -> None:
-    from harness._errors import FixtureError, HarnessError, HashSeedError, UnsafeName, WriteRefused
-    from harness._errors import SecretLeak as WriteSecretLeak
+    from harness._shared._errors import (
+        FixtureError,
+        HarnessError,
+        HashSeedError,
+        UnsafeName,
+        WriteRefused,
+    )
+    from harness._shared._errors import SecretLeak as WriteSecretLeak
     from harness.capture import (
         CaptureError,
         CassetteMismatch,
@@ -204,7 +212,11 @@ COMPARATOR = (
     "harness.drift._settings",
     "harness.drift._wording",
 )
-REDACTION = {"harness._secrets", "harness._secret_shapes", "harness._printer"}
+REDACTION = {
+    "harness._shared._secrets",
+    "harness._shared._secret_shapes",
+    "harness._shared._printer",
+}
 
 
 def reaches(graph: dict[str, set[str]], start: str) -> set[str]:
@@ -220,8 +232,8 @@ def reaches(graph: dict[str, set[str]], start: str) -> set[str]:
 
 
 def test_the_reach_scan_sees_redaction_through_a_chain() -> None:
-    graph = {"a.compare": {"a.wording"}, "a.wording": {"harness._secrets"}}
-    assert "harness._secrets" in reaches(graph, "a.compare")
+    graph = {"a.compare": {"a.wording"}, "a.wording": {"harness._shared._secrets"}}
+    assert "harness._shared._secrets" in reaches(graph, "a.compare")
 
 
 def test_the_comparator_never_reaches_redaction() -> None:

@@ -25,10 +25,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness._errors import CaptureError, CassetteMismatch, CassetteMissing, NetworkBlocked
-from harness._errors import CassetteSecretLeak as SecretLeak
-from harness._paths import cassette_path_for
-from harness._secrets import REDACTED, Redaction, SecretFinding, scan_secrets
+from harness._shared._errors import CaptureError, CassetteMismatch, CassetteMissing, NetworkBlocked
+from harness._shared._errors import CassetteSecretLeak as SecretLeak
+from harness._shared._paths import cassette_path_for
+from harness._shared._secrets import REDACTED, Redaction, SecretFinding, scan_secrets
 from harness.capture._captured import Captured, split_exchange
 from harness.capture._cassette import (
     CaptureFile,

@@ -21,11 +21,11 @@ from typing import Any, Final
 
 import msgspec
 
-from harness._body_text import response_events
-from harness._errors import FixtureError
-from harness._files import read_checked
-from harness._paths import CASSETTES, FIXTURES
-from harness._secrets import REDACTED, Redaction
+from harness._shared._body_text import response_events
+from harness._shared._errors import FixtureError
+from harness._shared._files import read_checked
+from harness._shared._paths import CASSETTES, FIXTURES
+from harness._shared._secrets import REDACTED, Redaction
 from harness.capture._captured import Captured, split_exchange
 from harness.capture._cassette import CaptureFile, Exchange, HttpRequest, load_cassette
 from harness.capture._prefix import CONVERSATION_BLOCKS, PrefixBreak, PrefixChain, prefix_chain

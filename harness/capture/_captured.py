@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-from harness._views import CacheView, RequestSplit
+from harness._shared._views import CacheView, RequestSplit
 from harness.providers import split_request
 from harness.providers._opaque import opaque_split, prompt_like
 

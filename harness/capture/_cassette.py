@@ -24,8 +24,8 @@ from typing import Any, ClassVar, Final
 
 import msgspec
 
-from harness._files import Versioned, read
-from harness._secrets import Redaction
+from harness._shared._files import Versioned, read
+from harness._shared._secrets import Redaction
 
 __all__ = [
     "FRAMING",

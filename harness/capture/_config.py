@@ -52,9 +52,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Final
 
-from harness._errors import UsageError
-from harness._secret_shapes import SECRET_PATTERNS, SecretPattern
-from harness._secrets import DEFAULT_SECRET_HEADERS, DEFAULT_SECRET_QUERY, Redaction
+from harness._shared._errors import UsageError
+from harness._shared._secret_shapes import SECRET_PATTERNS, SecretPattern
+from harness._shared._secrets import DEFAULT_SECRET_HEADERS, DEFAULT_SECRET_QUERY, Redaction
 from harness.capture._matching import Matcher, matcher_named
 from harness.cost._prices import parse_price_rows
 from harness.providers._base import host_matches

@@ -17,7 +17,7 @@ import itertools
 import re
 from typing import Any, Final
 
-from harness._views import CacheView, common_prefix, encode_json
+from harness._shared._views import CacheView, common_prefix, encode_json
 from harness.providers._base import role
 from harness.providers._opaque import BODY, extends
 

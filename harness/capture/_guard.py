@@ -35,7 +35,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, Final
 
-from harness._errors import NetworkBlocked
+from harness._shared._errors import NetworkBlocked
 from harness.providers._base import host_matches
 
 if TYPE_CHECKING:

@@ -44,8 +44,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Final
 
-from harness import _printer
-from harness._errors import CaptureError, UsageError
+from harness._shared import _printer
+from harness._shared._errors import CaptureError, UsageError
 from harness.capture import _aiohttp, _owner, _stdlib, _urllib3
 from harness.capture._transport import (
     capture_transport,

@@ -20,9 +20,9 @@ from collections.abc import Callable, Sequence
 from typing import Final, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
-from harness._errors import CassetteMismatch, UsageError
-from harness._secrets import Redaction
-from harness._views import canonical_bytes
+from harness._shared._errors import CassetteMismatch, UsageError
+from harness._shared._secrets import Redaction
+from harness._shared._views import canonical_bytes
 from harness.capture._captured import Captured, split_exchange
 from harness.capture._cassette import Exchange, HttpRequest
 from harness.drift._compare import compare

@@ -55,8 +55,8 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-from harness._errors import Drift
-from harness._views import OPAQUE, CacheView, RequestSplit, encode_json, prompt_size
+from harness._shared._errors import Drift
+from harness._shared._views import OPAQUE, CacheView, RequestSplit, encode_json, prompt_size
 from harness.capture._extends import (
     cut_like,
     head_of,

@@ -26,8 +26,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from harness._errors import CaptureError, CassetteMissing
-from harness._record_mode import RecordMode
+from harness._shared._errors import CaptureError, CassetteMissing
+from harness._shared._record_mode import RecordMode
 from harness.capture._captured import Captured
 from harness.capture._cassette import CaptureFile, Exchange, HttpResponse, Proof, redacted
 from harness.capture._matching import describe_mismatch, same_route

@@ -8,7 +8,8 @@ decides, `complete` records what the upstream answered, so sync and async client
 Nothing reaches a file without redaction: secret headers and query parameters are replaced by
 `[redacted]`, then the bytes about to be written are scanned for key-shaped strings (and for the
 values of the redacted headers), and so is what each body says once decoded
-(`harness._body_text`: decompressed, base64 and JSON escapes undone, streamed deltas joined); a
+(`harness._shared._body_text`: decompressed, base64 and JSON escapes undone, streamed deltas
+joined); a
 hit raises `SecretLeak` so nothing is written at all. The
 session never writes a file itself: `finish()` returns the files for the caller (the pytest
 plugin, on the controller process) to write.
@@ -26,14 +27,14 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-from harness import _printer
-from harness._body_text import scan_exchanges
-from harness._errors import CaptureError, CassetteMissing, CassetteSecretLeak
-from harness._files import encode, read
-from harness._record_mode import RecordMode
-from harness._secret_shapes import SECRET_PATTERNS
-from harness._secrets import Redaction
-from harness._views import CacheView
+from harness._shared import _printer
+from harness._shared._body_text import scan_exchanges
+from harness._shared._errors import CaptureError, CassetteMissing, CassetteSecretLeak
+from harness._shared._files import encode, read
+from harness._shared._record_mode import RecordMode
+from harness._shared._secret_shapes import SECRET_PATTERNS
+from harness._shared._secrets import Redaction
+from harness._shared._views import CacheView
 from harness.capture._captured import Captured, split_exchange
 from harness.capture._cassette import (
     CaptureFile,

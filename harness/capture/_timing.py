@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from harness._errors import FixtureError
-from harness._files import decode, read_checked
+from harness._shared._errors import FixtureError
+from harness._shared._files import decode, read_checked
 from harness.capture._cassette import CaptureFile, Exchange, Timing, without_timing
 
 if TYPE_CHECKING:

@@ -19,8 +19,8 @@ import importlib.util
 import sys
 from typing import TYPE_CHECKING, Any, Final
 
-from harness._distribution import install_command
-from harness._errors import CaptureError, UsageError
+from harness._shared._distribution import install_command
+from harness._shared._errors import CaptureError, UsageError
 from harness.capture._cassette import FRAMING, HttpResponse
 
 if TYPE_CHECKING:

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import msgspec
 
-from harness._errors import (
+from harness._shared._errors import (
     EXIT_DRIFT,
     FixtureError,
 )
-from harness._files import write_files
-from harness._paths import FIXTURES, pins_root, project_fixtures, refuse_linked_folder
-from harness._printer import annotation, write_step_summary
+from harness._shared._files import write_files
+from harness._shared._paths import FIXTURES, pins_root, project_fixtures, refuse_linked_folder
+from harness._shared._printer import annotation, write_step_summary
 from harness.capture._audit import CassetteAudit, audit_cassette, find_cassettes, summary_lines
 from harness.capture._cassette import load_cassette
 from harness.capture._prefix import PrefixChain

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import msgspec
 
-from harness._errors import UsageError
-from harness._paths import project_fixtures
+from harness._shared._errors import UsageError
+from harness._shared._paths import project_fixtures
 from harness.cli._lint import project_policy
 from harness.cli._output import out
 from harness.cost._cost import cost_of, price_of, totals
@@ -141,7 +141,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def _write(path: Path, text: str) -> None:
     """A report file (an output, as under CI too: not a fixture); a failure is one line."""
-    from harness._errors import WriteFailed
+    from harness._shared._errors import WriteFailed
 
     try:
         path.write_text(text, encoding="utf-8")

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import msgspec
 
-from harness._errors import FixtureError
-from harness._files import decode, read_checked, with_position
-from harness._views import RequestSplit, prompt_size, view_of_header, view_of_request
+from harness._shared._errors import FixtureError
+from harness._shared._files import decode, read_checked, with_position
+from harness._shared._views import RequestSplit, prompt_size, view_of_header, view_of_request
 from harness.agent._header import Header, LlmConfig
 from harness.capture._audit import request_of
 from harness.capture._cassette import CaptureFile, Exchange

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import msgspec
 
-from harness._errors import EXIT_DRIFT
-from harness._paths import project_fixtures
+from harness._shared._errors import EXIT_DRIFT
+from harness._shared._paths import project_fixtures
 from harness.capture._cassette import Exchange
 from harness.cli._output import out
 from harness.providers._pack import (

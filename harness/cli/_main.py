@@ -9,7 +9,8 @@ Exit codes (the same for every subcommand):
 
 The commands work on the user's `fixtures/` (or the folders given) and say so when there is none;
 only `harness demo` uses the scenarios shipped with the harness. Everything printed goes through
-the printer (`harness._printer`: redacted, and safe for GitHub Actions) and is encodable on any
+the printer (`harness._shared._printer`: redacted, and safe for GitHub Actions) and is encodable on
+any
 terminal (a character the output encoding lacks is escaped, never a crash).
 """
 
@@ -21,8 +22,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
-from harness._ci import detect_ci
-from harness._errors import HarnessError, UsageError, WriteRefused, one_line
+from harness._shared._ci import detect_ci
+from harness._shared._errors import HarnessError, UsageError, WriteRefused, one_line
 from harness.cli._commands import (
     cmd_check,
     cmd_demo,

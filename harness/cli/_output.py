@@ -1,4 +1,5 @@
-"""What the `harness` command prints, and how: every line through the printer (`harness._printer`:
+"""What the `harness` command prints, and how: every line through the printer
+(`harness._shared._printer`:
 redacted, and safe for GitHub Actions), encodable on any terminal (a character the output
 encoding lacks is escaped, never a crash).
 """
@@ -8,7 +9,7 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
-from harness._printer import shown
+from harness._shared._printer import shown
 
 __all__ = ["err", "out", "print_command"]
 

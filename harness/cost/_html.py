@@ -7,7 +7,7 @@ fetched), per conversation:
 - the tool-order table, recorded against replayed, the moved rows marked;
 - the rules' findings, and the agreement with the provider's counters.
 
-Every text is the printer's (`harness._printer`: redacted) and then HTML-escaped.
+Every text is the printer's (`harness._shared._printer`: redacted) and then HTML-escaped.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from html import escape
 from typing import Final
 
-from harness._printer import MARKER, line, redact
+from harness._shared._printer import MARKER, line, redact
 from harness.cost._report import Item, Row
 from harness.cost._text import money, percent
 

@@ -29,7 +29,7 @@ from typing import Any, Final
 
 import msgspec
 
-from harness._errors import FixtureError, UsageError
+from harness._shared._errors import FixtureError, UsageError
 
 __all__ = [
     "PRICE_FILES",
@@ -122,7 +122,7 @@ def _shipped() -> tuple[Price, ...]:
 
 
 def load_prices_file(path: Path) -> PricesFile:
-    from harness._files import read_checked
+    from harness._shared._files import read_checked
 
     return _decode(read_checked(path, missing_hint="check the path"), str(path))
 

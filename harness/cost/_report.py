@@ -6,7 +6,7 @@ the first divergence the prefix-chain gate found in its file (the drift report: 
 the tool order, recorded against replayed), the rules' findings on its file, and the agreement
 with the provider's counters. `markdown(items)` is the same summary as Markdown;
 `harness.cost._html` renders it as one self-contained HTML page. Every text is the printer's
-(`harness._printer`: redacted) before it reaches either.
+(`harness._shared._printer`: redacted) before it reaches either.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness._printer import line
+from harness._shared._printer import line
 from harness.cost._cost import SessionCost, cost_of, price_of, request_usd
 from harness.cost._simulate import Conversation, conversations
 from harness.cost._text import money, percent

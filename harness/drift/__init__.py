@@ -13,7 +13,7 @@ Comparisons take cache views (`harness.CacheView`, `harness.view_of_header`, ...
 `harness` itself.
 """
 
-from harness._printer import MARKER
+from harness._shared._printer import MARKER
 from harness.drift._compare import compare, compare_values
 from harness.drift._locate import first_byte_difference, first_difference
 from harness.drift._parts import Reproduce

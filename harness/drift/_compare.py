@@ -19,13 +19,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from harness._reasons import (
+from harness._shared._reasons import (
     GENERIC,
     MODEL_CHANGED,
     Reason,
     vocabulary_for,
 )
-from harness._views import (
+from harness._shared._views import (
     OPAQUE,
     OPAQUE_NOTE,
     SETTINGS,

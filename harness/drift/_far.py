@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Final
 
-from harness._views import Window, common_prefix, encode_json, window
+from harness._shared._views import Window, common_prefix, encode_json, window
 from harness.drift._locate import same_encoding
 
 __all__ = ["FAR", "encoded_length", "far_difference"]

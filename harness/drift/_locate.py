@@ -4,7 +4,8 @@ This is the one first-difference helper of the harness. `first_byte_difference` 
 comparator, by the capture session (two request bodies) and by the proof (two bodies as sent);
 `first_difference` and `walk` give the JSON pointer that agrees with that byte. It compares in
 chunks (memcmp), so two 50 MB values cost milliseconds, not a copy per halving. What is shown
-around the difference is kept raw (`harness._views.window`) and made into an excerpt when printed.
+around the difference is kept raw (`harness._shared._views.window`) and made into an excerpt when
+printed.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from harness._views import common_prefix, encode_json, plain
+from harness._shared._views import common_prefix, encode_json, plain
 from harness.drift._wording import ABSENT
 
 

@@ -1,7 +1,8 @@
 """A drift report as it is printed: the raw report's content redacted, then cut and bounded.
 
 `printed(report)` makes a `PrintedReport` (the report's facts as strings, the shape its JSON
-keeps) through `harness._printer`, the one place that redacts: a value is redacted before it is
+keeps) through `harness._shared._printer`, the one place that redacts: a value is redacted before
+it is
 cut, so a cut key cannot slip through; names are bounded (saying how many more characters there
 were); the excerpt is made from the bytes around the first difference; hints read the redacted
 texts; the structured diff's keys and strings are redacted and bounded, and a unified diff of two
@@ -16,9 +17,9 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
-from harness import _printer
-from harness._printer import around, bounded, clip, redact
-from harness._views import Window, encode_json
+from harness._shared import _printer
+from harness._shared._printer import around, bounded, clip, redact
+from harness._shared._views import Window, encode_json
 from harness.drift._hints import hints_between
 from harness.drift._parts import Around, Quote, Reproduce, Sentence
 

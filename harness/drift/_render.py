@@ -6,7 +6,8 @@ Markdown is the same facts as a table, with code spans and fences sized so that 
 close them early.
 
 It renders a printed report (`harness.drift._printed`: redacted, then cut), and every line it makes
-goes through the printer again (`harness._printer.line`): one line per fact (a newline or any
+goes through the printer again (`harness._shared._printer.line`): one line per fact (a newline or
+any
 control character from the content is escaped, so it can neither split a line nor start a GitHub
 workflow command), and bounded (every line at most `LINE_LIMIT` characters, saying how many more
 there were). A changed string in the structured diff is shown around its first difference.
@@ -20,9 +21,9 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
-from harness._errors import one_line
-from harness._printer import MARKER, around, bounded, clip, line, redact
-from harness._views import SETTINGS, encode_json
+from harness._shared._errors import one_line
+from harness._shared._printer import MARKER, around, bounded, clip, line, redact
+from harness._shared._views import SETTINGS, encode_json
 from harness.drift._printed import sentence
 from harness.drift._wording import (
     ABSENT,

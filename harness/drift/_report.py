@@ -3,7 +3,7 @@
 `harness.drift._compare` fills it with what it compared: names, pointers and setting keys as
 they are, the bytes around the first difference (`Window`), sentences whose quoted content is a
 `Quote` still to be cut. Nothing in it is redacted or cut yet: that is printing, and printing is
-`harness.drift._printed` (through `harness._printer`, which redacts before it cuts). Every
+`harness.drift._printed` (through `harness._shared._printer`, which redacts before it cuts). Every
 attribute that shows content (`summary`, `context_a`, `tool`, `tools_b`, `deepdiff`...) is the
 printed form, made once per report and made again when the printer learns a new secret; the
 raw values are the `raw_*` fields. `to_text`, `to_markdown` and `to_json` print it whole.
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from harness._views import Window
+from harness._shared._views import Window
 from harness.drift._parts import Reproduce, Sentence
 
 if TYPE_CHECKING:
@@ -79,7 +79,7 @@ class DriftReport(msgspec.Struct, frozen=True, dict=True):
     def printed(self) -> PrintedReport:
         """This report as it is printed: redacted, cut, bounded (made once, and again when the
         printer learns a new secret)."""
-        from harness._printer import generation
+        from harness._shared._printer import generation
 
         made, report = self._printed
         if made != generation():

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness._views import SETTINGS, common_prefix
+from harness._shared._views import SETTINGS, common_prefix
 from harness.drift._parts import Sentence
 from harness.drift._tools import ToolDiff, tool_changes, tools_sentence
 from harness.drift._wording import short_member, show_pointer, tokens

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from harness._reasons import MODEL_CHANGED, Reason, Vocabulary
-from harness._views import prompt_bytes
+from harness._shared._reasons import MODEL_CHANGED, Reason, Vocabulary
+from harness._shared._views import prompt_bytes
 
 __all__ = ["names_ttl", "setting_level", "setting_reason", "start_of"]
 

@@ -16,7 +16,7 @@ from typing import Any, Final
 
 import msgspec
 
-from harness._views import WINDOW_REACH, common_prefix, encode_json
+from harness._shared._views import WINDOW_REACH, common_prefix, encode_json
 from harness.drift._locate import resolve
 from harness.drift._tools import tools_by_name
 from harness.drift._wording import ABSENT

@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from harness._views import WINDOW_REACH, encode_json
+from harness._shared._views import WINDOW_REACH, encode_json
 from harness.drift._parts import Quote, Sentence
 from harness.drift._wording import ABSENT, names, plural, quoted, show_pointer
 

@@ -12,14 +12,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
-from harness._reasons import GENERIC
-from harness._views import WINDOW_REACH, encode_json
+from harness._shared._reasons import GENERIC
+from harness._shared._views import WINDOW_REACH, encode_json
 from harness.drift._parts import Quote, Sentence
 
 BYTES_PER_TOKEN: Final = 4
 NAME_LIMIT: Final = 120  # characters of a tool name, key or label a report shows
 
-# Block keys -> the providers' cache-miss reason (the generic vocabulary of `harness._reasons`;
+# Block keys -> the providers' cache-miss reason (the generic vocabulary of
+# `harness._shared._reasons`;
 # aliases cover the providers' own block names, OpenAI `instructions`/`input`, Gemini
 # `systemInstruction`/`contents`, so a view in a provider's vocabulary gets one of the reasons).
 VERDICTS: Final[dict[str, str]] = dict(GENERIC.blocks)

@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
-from harness._errors import UsageError
-from harness._views import (
+from harness._shared._errors import UsageError
+from harness._shared._views import (
     CacheView,
     canonical_bytes,
     view_of_header,
@@ -182,7 +182,7 @@ def _is_tool(item: Any) -> bool:
 def _clip(raw: bytes) -> str:
     """The start of what a build returned, for an error message: redacted before it is cut, so a
     key the build returned is not printed in part."""
-    from harness._printer import clip  # the error path only
+    from harness._shared._printer import clip  # the error path only
 
     return repr(clip(raw.decode("utf-8", "replace"), 41))
 

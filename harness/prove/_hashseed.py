@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
-from harness._errors import HashSeedError
-from harness._record_mode import RecordMode
-from harness._views import CacheView
+from harness._shared._errors import HashSeedError
+from harness._shared._record_mode import RecordMode
+from harness._shared._views import CacheView
 from harness.prove._builds import Observed, call_build, observed_of, resolve, unit_name
 
 if TYPE_CHECKING:
@@ -140,7 +140,7 @@ def iter_under_seeds(
     The children run in parallel (up to one per CPU); a caller that stops early (a drift found
     between the first two seeds) cancels the children that have not started.
     """
-    from harness._files import encode
+    from harness._shared._files import encode
 
     payload = {
         "build": build_reference(build),
@@ -194,7 +194,7 @@ def _child(payload: dict[str, Any]) -> int:
     real_stdout = sys.stdout
     sys.stdout = sys.stderr  # the build's own prints must not corrupt the result
     try:
-        from harness._files import decode
+        from harness._shared._files import decode
         from harness.capture._cassette import CaptureFile
         from harness.capture._session import CaptureSession
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from harness._errors import Drift
-from harness._views import canonical_bytes
+from harness._shared._errors import Drift
+from harness._shared._views import canonical_bytes
 from harness.drift._compare import compare
 from harness.drift._locate import first_byte_difference
 from harness.drift._parts import Reproduce

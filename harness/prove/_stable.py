@@ -34,7 +34,7 @@ from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from harness._views import CacheView, canonical_bytes
+from harness._shared._views import CacheView, canonical_bytes
 from harness.drift._parts import Reproduce
 from harness.prove._builds import (
     NotAHeader,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from harness._views import CacheView, RequestSplit
+from harness._shared._views import CacheView, RequestSplit
 from harness.providers._anthropic import ANTHROPIC
 from harness.providers._base import CacheUsage, Headers, Provider, header_pairs, host_matches
 from harness.providers._bedrock import BEDROCK

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-from harness._views import CacheView, RequestSplit
+from harness._shared._views import CacheView, RequestSplit
 from harness.providers._base import (
     CacheUsage,
     Provider,

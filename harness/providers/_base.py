@@ -14,7 +14,7 @@ Its optional parts are members with defaults, so a provider states only what it 
   to the rows `harness/providers/hosts.json` gives its name (the built-in providers' hosts are
   all data there); a capture session intercepts requests to these hosts (and to the hosts its
   config adds);
-- `reasons`: a `harness._reasons.Vocabulary`, the words it uses for what broke its cache.
+- `reasons`: a `harness._shared._reasons.Vocabulary`, the words it uses for what broke its cache.
 
 A provider written to the earlier duck-typed protocol (an object with `name`, `claims`, `split`
 and `usage`, not a subclass) is still accepted by `register_provider`, through `Conforming`: the
@@ -38,8 +38,8 @@ from urllib.parse import unquote, urlsplit
 
 import msgspec
 
-from harness._reasons import Vocabulary
-from harness._views import RequestSplit
+from harness._shared._reasons import Vocabulary
+from harness._shared._views import RequestSplit
 from harness.providers._hosts import known_hosts
 
 __all__ = [

@@ -22,7 +22,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from harness._views import CacheView, RequestSplit
+from harness._shared._views import CacheView, RequestSplit
 from harness.providers._base import (
     CacheUsage,
     Provider,

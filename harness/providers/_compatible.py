@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-from harness._views import RequestSplit
+from harness._shared._views import RequestSplit
 from harness.providers._base import CacheUsage, Provider, host_matches
 from harness.providers._hosts import known_hosts
 from harness.providers._openai import cached_usage, chat_path, split_chat

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-from harness._views import RequestSplit
+from harness._shared._views import RequestSplit
 from harness.providers._base import CacheUsage, Provider, integer, member, optional
 from harness.providers._openai import chat_path, split_chat
 

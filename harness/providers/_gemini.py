@@ -26,8 +26,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from harness._reasons import Vocabulary
-from harness._views import CacheView, RequestSplit
+from harness._shared._reasons import Vocabulary
+from harness._shared._views import CacheView, RequestSplit
 from harness.providers._base import (
     CacheUsage,
     Provider,

@@ -17,7 +17,7 @@ from typing import Final
 
 import msgspec
 
-from harness._errors import FixtureError
+from harness._shared._errors import FixtureError
 
 __all__ = ["HostRow", "HostsFile", "known_hosts", "local_hosts"]
 

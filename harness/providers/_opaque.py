@@ -25,7 +25,7 @@ from typing import Any, Final
 
 import msgspec
 
-from harness._views import OPAQUE, CacheView, RequestSplit
+from harness._shared._views import OPAQUE, CacheView, RequestSplit
 
 __all__ = ["BODY", "extended_like", "extends", "opaque_split", "prompt_like"]
 

@@ -25,8 +25,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-from harness._reasons import Vocabulary
-from harness._views import CacheView, RequestSplit
+from harness._shared._reasons import Vocabulary
+from harness._shared._views import CacheView, RequestSplit
 from harness.providers._base import CacheUsage, Provider, integer, member, optional, role
 from harness.providers._pack import classify
 

@@ -32,8 +32,8 @@ from typing import Any, Final, Literal, TypeVar
 
 import msgspec
 
-from harness._errors import FixtureError, UsageError
-from harness._reasons import UNKNOWN_SETTING, Effect, Reason, Vocabulary
+from harness._shared._errors import FixtureError, UsageError
+from harness._shared._reasons import UNKNOWN_SETTING, Effect, Reason, Vocabulary
 
 __all__ = [
     "PACK_FILES",
@@ -233,7 +233,7 @@ def _shipped() -> tuple[AnyRow, ...]:
 
 def load_rules_file(path: Path) -> RulesFile:
     """A project's rules file, read strictly (a `FixtureError` naming it otherwise)."""
-    from harness._files import read_checked
+    from harness._shared._files import read_checked
 
     return _decode(read_checked(path, missing_hint="check the path"), str(path))
 

@@ -33,9 +33,9 @@ from contextvars import ContextVar
 from importlib.metadata import entry_points
 from typing import Any, Final, TypeVar
 
-from harness._errors import HarnessError, UsageError, one_line
-from harness._reasons import declare
-from harness._views import RequestSplit
+from harness._shared._errors import HarnessError, UsageError, one_line
+from harness._shared._reasons import declare
+from harness._shared._views import RequestSplit
 from harness.providers._anthropic import AnthropicMessages
 from harness.providers._base import Conforming, Provider, host_matches, hosts_of, reasons_of
 from harness.providers._bedrock import BedrockConverse

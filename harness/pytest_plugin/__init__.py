@@ -23,10 +23,10 @@ from typing import Any
 
 import pytest
 
-from harness import _printer
-from harness._ci import detect_ci
-from harness._paths import FIXTURES
-from harness._record_mode import RecordMode
+from harness._shared import _printer
+from harness._shared._ci import detect_ci
+from harness._shared._paths import FIXTURES
+from harness._shared._record_mode import RecordMode
 from harness.pytest_plugin._api import (
     MESSAGES_ATTRIBUTE,
     PROP_MOVES,

@@ -24,12 +24,12 @@ from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeVar
 
 import pytest
 
-from harness import _printer
-from harness._errors import HarnessError
+from harness._shared import _printer
+from harness._shared._errors import HarnessError
 from harness.pytest_plugin._state import RunState
 
 if TYPE_CHECKING:
-    from harness._files import FileContents
+    from harness._shared._files import FileContents
     from harness.agent._context import LoadSchedule
     from harness.prove._stable import StabilityResult
     from harness.scenarios._check import ScenarioCheck
@@ -91,7 +91,7 @@ def moves_header_reason(item: pytest.Item) -> str | None:
 
 def queue_write(item: pytest.Item, files: Sequence[FileContents]) -> None:
     """Hand files to the controller to write (it writes only in a writing mode, never in CI)."""
-    from harness._paths import refuse_case_twin
+    from harness._shared._paths import refuse_case_twin
 
     for path, _ in files:
         try:
@@ -130,7 +130,7 @@ class AgentHarness:
         self.seed = settings.seed_for(item.nodeid)
 
     def folder_for(self, scenario: Scenario) -> Path:
-        from harness._paths import safe_component
+        from harness._shared._paths import safe_component
 
         return self.settings.fixtures / safe_component(scenario.name)
 
@@ -161,7 +161,7 @@ class AgentHarness:
         return checked
 
     def _resolve(self, scenario: Scenario | str | Path) -> tuple[Path, Scenario]:
-        from harness._paths import safe_component
+        from harness._shared._paths import safe_component
         from harness.scenarios._formats import Scenario, load_fixture
 
         if isinstance(scenario, Scenario):

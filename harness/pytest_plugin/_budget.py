@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import pytest
 
-from harness._errors import HarnessError
+from harness._shared._errors import HarnessError
 from harness.pytest_plugin._api import fail
 from harness.pytest_plugin._state import RunState
 

@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from _pytest._code.code import ReprExceptionInfo, ReprFileLocation, ReprTracebackNative
 
-from harness._ci import writes_allowed
-from harness._errors import CaptureError, CassetteMismatch, FixtureError, HarnessError
+from harness._shared._ci import writes_allowed
+from harness._shared._errors import CaptureError, CassetteMismatch, FixtureError, HarnessError
 from harness.pytest_plugin._api import (
     PROP_CHAIN,
     PROP_EMPTY,
@@ -78,7 +78,7 @@ def session_for(
     item: pytest.Item, settings: RunState, *, upstream: Any, config: Any
 ) -> CaptureSession:
     """The capture session of `item` (a one-line test failure for a bad config or cassette)."""
-    from harness._paths import cassette_path_for, cassettes_folder
+    from harness._shared._paths import cassette_path_for, cassettes_folder
     from harness.capture._config import CaptureConfig
     from harness.capture._session import CaptureSession
     from harness.capture._unrecorded import unrecorded
@@ -124,7 +124,7 @@ def intercepting(session: CaptureSession) -> Iterator[None]:
 
 def guard(session: CaptureSession) -> Any:
     """No silent pass: a client the capture does not see fails the test (`_guard`)."""
-    from harness._ci import detect_ci
+    from harness._shared._ci import detect_ci
     from harness.capture._guard import guarding
 
     return guarding(session, session.config, ci=detect_ci() is not None)
@@ -134,7 +134,7 @@ def no_requests(item: pytest.Item, session: CaptureSession, settings: RunState) 
     """A marked test that captured no request: a warning in record modes, a failure in check
     mode (`no_requests` in harness_capture_config); the summary lists it either way."""
     __tracebackhide__ = True
-    from harness._record_mode import RecordMode
+    from harness._shared._record_mode import RecordMode
 
     policy = session.config.no_requests
     if policy == "ignore" or item.get_closest_marker(MARKER) is None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness._errors import FixtureError
+from harness._shared._errors import FixtureError
 from harness.pytest_plugin._api import AgentHarness, shown
 from harness.pytest_plugin._state import STATE
 
@@ -21,7 +21,7 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     config = parent.config
     if not config.getini("harness_collect"):
         return None
-    from harness._paths import LOG_FILE, SCENARIO_FILE
+    from harness._shared._paths import LOG_FILE, SCENARIO_FILE
 
     if file_path.name not in (SCENARIO_FILE, LOG_FILE):
         return None
@@ -39,7 +39,7 @@ class OrphanRecording(pytest.File):
     """A recording without its scenario.json: a collection error, not a scenario skipped."""
 
     def collect(self) -> Iterator[pytest.Item]:
-        from harness._paths import LOG_FILE, SCENARIO_FILE
+        from harness._shared._paths import LOG_FILE, SCENARIO_FILE
 
         raise self.CollectError(
             f"harness: {self.path.parent}: holds {LOG_FILE} but no {SCENARIO_FILE} (was it"

@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
-from harness import _printer
-from harness._ci import writes_allowed
-from harness._errors import HarnessError
+from harness._shared import _printer
+from harness._shared._ci import writes_allowed
+from harness._shared._errors import HarnessError
 from harness.pytest_plugin._api import (
     MESSAGES_ATTRIBUTE,
     PROP_CHAIN,
@@ -84,7 +84,7 @@ class Controller:
                 " wrote to it (two scenarios owning one pin?); kept the first"
             )
             return
-        from harness._files import write_atomic  # the codec loads with the first write
+        from harness._shared._files import write_atomic  # the codec loads with the first write
 
         try:
             if write_atomic(path, data):

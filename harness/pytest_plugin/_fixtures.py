@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from harness._ci import detect_ci
-from harness._distribution import install_command
-from harness._errors import HarnessError
+from harness._shared._ci import detect_ci
+from harness._shared._distribution import install_command
+from harness._shared._errors import HarnessError
 from harness.pytest_plugin._api import AgentHarness, RegistrationShuffle, fail, report_drift
 from harness.pytest_plugin._capture import MARKER, finish, intercepting, rules_for, session_for
 from harness.pytest_plugin._state import CALL_PASSED, STATE, RunState

@@ -18,8 +18,8 @@ import msgspec
 from syrupy.data import SnapshotCollection
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
-from harness._ci import detect_ci, refuse_writes_under_ci
-from harness._views import CacheView, canonical_bytes
+from harness._shared._ci import detect_ci, refuse_writes_under_ci
+from harness._shared._views import CacheView, canonical_bytes
 from harness.agent._header import Header
 from harness.agent._llm import Request
 from harness.drift._compare import compare, compare_values

@@ -19,9 +19,9 @@ from typing import Any, Final
 
 import pytest
 
-from harness._ci import detect_ci
-from harness._errors import UsageError
-from harness._record_mode import RecordMode
+from harness._shared._ci import detect_ci
+from harness._shared._errors import UsageError
+from harness._shared._record_mode import RecordMode
 
 __all__ = ["CACHE_KEY", "CALL_PASSED", "DEFAULT_SHUFFLE", "STATE", "RunState", "state_from"]
 

@@ -4,7 +4,7 @@ The terminal section (mode and seed, drift found, `moves_header` uses and stale 
 prefix chain's coverage per provider, the cache rules' findings, files written or not, unused
 recordings) and, on GitHub Actions, the `::error` (and `::warning`) annotations and the step
 summary. Every line goes through the printer
-(`harness._printer`): one line (control characters in a node id or a reason are escaped),
+(`harness._shared._printer`): one line (control characters in a node id or a reason are escaped),
 redacted, and safe to print on GitHub Actions; the step summary is cut to GitHub's limit.
 """
 
@@ -14,8 +14,8 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from harness import _printer
-from harness._errors import one_line
+from harness._shared import _printer
+from harness._shared._errors import one_line
 from harness.pytest_plugin._state import RunState
 from harness.pytest_plugin._unused import DELETE_FLAG, Verdict
 

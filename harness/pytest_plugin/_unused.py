@@ -36,11 +36,11 @@ from typing import TYPE_CHECKING, Final
 
 import pytest
 
-from harness._ci import detect_ci
+from harness._shared._ci import detect_ci
 
 if TYPE_CHECKING:
     from harness.pytest_plugin._state import RunState
-from harness._paths import CASSETTES, SCENARIO_FILES
+from harness._shared._paths import CASSETTES, SCENARIO_FILES
 
 __all__ = [
     "DELETE_FLAG",

@@ -23,7 +23,7 @@ from urllib.parse import unquote, urlsplit
 
 import msgspec
 
-from harness._views import RequestSplit
+from harness._shared._views import RequestSplit
 from harness.providers import CacheUsage, cache_usage, split_request
 from harness.providers._anthropic import ANTHROPIC, surface_of
 from harness.providers._pack import (

@@ -24,8 +24,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final, NamedTuple
 
-from harness._errors import UsageError
-from harness._views import encode_json, plain
+from harness._shared._errors import UsageError
+from harness._shared._views import encode_json, plain
 from harness.agent._tool_order import (
     TOOL_ORDER_REST,
     ToolOrderError,

@@ -53,7 +53,7 @@ def register_token_counter(count: CountFunction, *, name: str, uncertainty: str 
     """Count tokens with `count(text, provider, model)` (None: not this request), asked before
     the built-in tokenizer. `uncertainty` is printed with every figure it makes ("exact for
     Claude 4", "about ±5%"). A second counter of the same `name` replaces the first."""
-    from harness._errors import UsageError
+    from harness._shared._errors import UsageError
 
     if not callable(count):
         raise UsageError(f"register_token_counter: {count!r} is not callable")

@@ -24,7 +24,7 @@ from typing import Any, ClassVar, Literal
 
 import msgspec
 
-from harness._errors import UsageError
+from harness._shared._errors import UsageError
 from harness.capture._prefix import PrefixChain, conversation_links, prefix_chain
 from harness.rules._analysis import Analysis, LintRequest, analyse
 

@@ -26,9 +26,9 @@ from typing import Any, Final
 
 import msgspec
 
-from harness._body_text import response_events
-from harness._errors import FixtureError
-from harness._files import read_checked, with_position
+from harness._shared._body_text import response_events
+from harness._shared._errors import FixtureError
+from harness._shared._files import read_checked, with_position
 from harness.capture._audit import find_cassettes, request_of
 from harness.capture._cassette import CaptureFile, Exchange, load_cassette
 from harness.cost._timing import Timing

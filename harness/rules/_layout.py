@@ -24,8 +24,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, NamedTuple
 
-from harness._reasons import vocabulary_for
-from harness._views import RequestSplit, encode_json
+from harness._shared._reasons import vocabulary_for
+from harness._shared._views import RequestSplit, encode_json
 
 __all__ = ["Layout", "Mark", "Unit", "layout", "marker_count"]
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
-from harness._errors import UsageError
+from harness._shared._errors import UsageError
 from harness.rules._conversation_rules import (
     LookbackExceeded,
     PrefixBroken,

@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterable
 from typing import Final
 
-from harness._printer import redact
+from harness._shared._printer import redact
 from harness.drift._hints import volatile_matches
 from harness.providers._anthropic import key_order
 from harness.rules._analysis import Analysis

@@ -25,9 +25,9 @@ from pathlib import Path
 
 import msgspec
 
-from harness._errors import HarnessError
-from harness._files import FileContents, decode, encode, read_checked
-from harness._paths import (
+from harness._shared._errors import HarnessError
+from harness._shared._files import FileContents, decode, encode, read_checked
+from harness._shared._paths import (
     ANSWERS_FILE,
     LOG_FILE,
     REQUESTS_FILE,
@@ -36,8 +36,8 @@ from harness._paths import (
     TOOLS_PIN,
     refuse_linked_folder,
 )
-from harness._record_mode import RecordMode
-from harness._secrets import refuse_secrets
+from harness._shared._record_mode import RecordMode
+from harness._shared._secrets import refuse_secrets
 from harness.agent._llm import ScriptedAdapter
 from harness.scenarios._formats import (
     AnswersFile,

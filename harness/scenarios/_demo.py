@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from harness._distribution import DISTRIBUTION, install_command, installed_version
-from harness._errors import FixtureError
-from harness._paths import FIXTURES
+from harness._shared._distribution import DISTRIBUTION, install_command, installed_version
+from harness._shared._errors import FixtureError
+from harness._shared._paths import FIXTURES
 
 __all__ = ["PACKAGED", "DemoSource", "demo_source"]
 

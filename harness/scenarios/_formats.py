@@ -9,7 +9,8 @@ A scenario lives in `fixtures/<name>/` as four JSON files, each opening with `fo
 - `requests.json`  the frozen requests as dispatched, normalised the same way;
 - `answers.json`   the model's answers as recorded, which replay feeds back.
 
-Every file goes through the codec in `harness._files` (strict reads, stable pretty JSON in wire
+Every file goes through the codec in `harness._shared._files` (strict reads, stable pretty JSON in
+wire
 order, atomic writes); its names are re-exported here, where they used to live.
 """
 
@@ -23,9 +24,9 @@ from typing import Any, Literal, TypeVar
 
 import msgspec
 
-from harness._errors import FixtureError, UnsafeName
-from harness._files import Versioned, read
-from harness._paths import (
+from harness._shared._errors import FixtureError, UnsafeName
+from harness._shared._files import Versioned, read
+from harness._shared._paths import (
     ANSWERS_FILE,
     CASSETTES,
     LOG_FILE,

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import msgspec
 
-from harness._errors import FixtureError
-from harness._files import FileContents, encode, read, read_checked, warn_if_secret
-from harness._paths import SYSTEM_PIN, TOOLS_PIN, pin_folder
-from harness._views import view_of_header
+from harness._shared._errors import FixtureError
+from harness._shared._files import FileContents, encode, read, read_checked, warn_if_secret
+from harness._shared._paths import SYSTEM_PIN, TOOLS_PIN, pin_folder
+from harness._shared._views import view_of_header
 from harness.agent._header import Header, header_equals
 from harness.agent._tools import ToolSchema
 from harness.drift._compare import compare

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import msgspec
 
-from harness._errors import SecretLeak
-from harness._files import FileContents, encode, write_files
-from harness._paths import ANSWERS_FILE, LOG_FILE, REQUESTS_FILE, pins_root
-from harness._secrets import scan_secrets
+from harness._shared._errors import SecretLeak
+from harness._shared._files import FileContents, encode, write_files
+from harness._shared._paths import ANSWERS_FILE, LOG_FILE, REQUESTS_FILE, pins_root
+from harness._shared._secrets import scan_secrets
 from harness.agent._header import TextBlock
 from harness.agent._llm import Reply, Request, ScriptedAdapter, ScriptedReply, ScriptedToolCall
 from harness.agent._session import LogEvent, RequestHeader

@@ -20,9 +20,9 @@ from typing import Any, Literal
 
 import msgspec
 
-from harness._errors import FixtureError
-from harness._paths import pin_folder, pins_root
-from harness._views import view_of_header
+from harness._shared._errors import FixtureError
+from harness._shared._paths import pin_folder, pins_root
+from harness._shared._views import view_of_header
 from harness.agent._context import LoadSchedule
 from harness.agent._llm import ScriptedAdapter
 from harness.drift._compare import compare, compare_values

@@ -18,7 +18,7 @@ from typing import TypeVar
 
 import msgspec
 
-from harness._views import CacheView, view_of_header, view_of_request
+from harness._shared._views import CacheView, view_of_header, view_of_request
 from harness.agent._context import LoadSchedule
 from harness.agent._header import header_bytes, header_equals
 from harness.agent._llm import Request, ScriptedAdapter, ScriptedReply

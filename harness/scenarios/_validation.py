@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from harness._errors import InvalidScenario
+from harness._shared._errors import InvalidScenario
 from harness.agent._apps import APP_CONFIGS, app_config
 from harness.agent._tool_order import ToolOrderError, validate_tool_order
 

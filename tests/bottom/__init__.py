@@ -1,1 +1,2 @@
-"""Tests of the flat private bottom of `harness/` (`_ci`, `_files`, `_secrets`, ...)."""
+"""Tests of the shared bottom of `harness/` (`harness/_shared/`: `_ci`, `_files`, `_secrets`,
+...)."""

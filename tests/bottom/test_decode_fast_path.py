@@ -1,4 +1,5 @@
-"""One typed decode for what the harness wrote (`harness._files.decode`): the fast path for a file
+"""One typed decode for what the harness wrote (`harness._shared._files.decode`): the fast path for
+a file
 that opens as the harness writes it gives what the strict decode gives, errors included.
 """
 
@@ -9,8 +10,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from harness import _files as files
-from harness._errors import FixtureError
+from harness._shared import _files as files
+from harness._shared._errors import FixtureError
 from harness.scenarios._formats import LogFile
 
 # -- loading: one typed decode for what the harness wrote ----------------------------------------

@@ -1,4 +1,5 @@
-"""The secret scan (`harness._secrets.scan_secrets`): key-shaped strings found by position, and
+"""The secret scan (`harness._shared._secrets.scan_secrets`): key-shaped strings found by position,
+and
 ordinary cassette content left alone.
 """
 

@@ -30,7 +30,7 @@ for name in {blocked!r}:
     sys.modules[name] = None  # as if not installed
 import harness.capture
 from harness.capture import CaptureSession
-from harness._errors import HarnessError
+from harness._shared._errors import HarnessError
 BODY = {{
     "model": "claude-test",
     "max_tokens": 8,

@@ -18,7 +18,7 @@ import httpx2
 import openai
 import pytest
 
-from harness._errors import UsageError
+from harness._shared._errors import UsageError
 from harness.capture import (
     CaptureConfig,
     CaptureSession,

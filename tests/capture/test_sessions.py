@@ -18,8 +18,8 @@ import httpx2
 import openai
 import pytest
 
-from harness._errors import FixtureError
-from harness._files import decode
+from harness._shared._errors import FixtureError
+from harness._shared._files import decode
 from harness.capture import (
     CaptureError,
     CaptureFile,

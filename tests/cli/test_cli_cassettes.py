@@ -14,7 +14,7 @@ import anthropic
 import httpx2
 import pytest
 
-from harness._files import SecretWarning
+from harness._shared._files import SecretWarning
 from harness.capture import CaptureSession
 from harness.cli import main
 from tests.support.stand_ins import anthropic_message

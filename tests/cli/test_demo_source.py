@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness._errors import FixtureError
+from harness._shared._errors import FixtureError
 from harness.cli import main
 from harness.scenarios._demo import demo_source
 from tests.support.paths import ROOT, SHIPPED

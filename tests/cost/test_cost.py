@@ -223,7 +223,7 @@ def test_text_output_and_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture
 
 
 def test_harness_capture_config_takes_price_rows() -> None:
-    from harness._errors import UsageError
+    from harness._shared._errors import UsageError
     from harness.capture import CaptureConfig
 
     row = {

@@ -23,8 +23,8 @@ from bench.bodies import dispatched_requests
 from bench.figures import goals, to_json
 from bench.floor import FloorUnsupported, floor_check, verify
 from bench.report import END, START, render, write_between_markers
-from harness._files import read, write
-from harness._paths import LOG_FILE, pins_root
+from harness._shared._files import read, write
+from harness._shared._paths import LOG_FILE, pins_root
 from harness.agent import ToolSchema
 from harness.scenarios._formats import LogFile, load_fixture
 from harness.scenarios._pins import load_pin

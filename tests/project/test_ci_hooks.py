@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 import yaml
 
-from harness._distribution import DISTRIBUTION, install_command
+from harness._shared._distribution import DISTRIBUTION, install_command
 from tests.cli.test_cli_cassettes import record
 from tests.support.paths import ROOT
 

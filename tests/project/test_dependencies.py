@@ -26,7 +26,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from harness._distribution import DISTRIBUTION, EXTRAS
+from harness._shared._distribution import DISTRIBUTION, EXTRAS
 from harness.capture._transport import LIBRARIES
 from tests.support.paths import ROOT
 

@@ -25,7 +25,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from harness._distribution import DISTRIBUTION, install_command
+from harness._shared._distribution import DISTRIBUTION, install_command
 from tests.support.paths import ROOT, SHIPPED
 
 # A wheel build, a virtual environment, and the commands run in it.
@@ -137,7 +137,7 @@ def declared(wheel_dist: metadata.Distribution, extra: str) -> list[Requirement]
 CAPTURE_WITHOUT_HTTP = """
 import importlib.util, harness, harness.capture
 from harness.capture import CaptureSession
-from harness._errors import HarnessError
+from harness._shared._errors import HarnessError
 print(harness.__file__)
 print([n for n in ("httpx", "httpx2", "pytest") if importlib.util.find_spec(n) is not None])
 try:

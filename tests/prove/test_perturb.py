@@ -527,7 +527,7 @@ def test_a_return_value_that_is_not_a_header_is_an_error(
 def test_a_key_a_build_returns_is_not_printed_in_part() -> None:
     # The error quotes the start of what the build returned: redacted before it is cut, so the
     # key's prefix and first characters never reach the message (they once did, 40 characters).
-    from harness._errors import HarnessError
+    from harness._shared._errors import HarnessError
     from harness.prove._stable import prove_stable
 
     key = "sk-ant-api03-" + "Q7" * 48

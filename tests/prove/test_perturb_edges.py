@@ -282,7 +282,7 @@ def test_jobs_that_wait_for_each_other_pass_quickly(seed: int) -> None:
 
 
 def test_independent_conversations_may_go_out_in_any_order() -> None:
-    from harness._views import CacheView
+    from harness._shared._views import CacheView
 
     async def build() -> list[CacheView]:
         sent: list[CacheView] = []

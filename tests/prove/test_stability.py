@@ -13,7 +13,7 @@ import httpx2
 import pytest
 
 from harness import CacheView
-from harness._files import decode
+from harness._shared._files import decode
 from harness.agent import Header, LlmConfig, Request, ToolSchema
 from harness.capture import CaptureFile, CaptureSession, current_session
 from harness.prove._builds import unit_name, view_of_value

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from harness._views import CacheView
+from harness._shared._views import CacheView
 from harness.drift import compare
 from harness.providers import split_request
 

@@ -12,7 +12,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from harness._body_text import response_events
+from harness._shared._body_text import response_events
 from harness.drift import compare
 from harness.providers import cache_usage, split_request
 

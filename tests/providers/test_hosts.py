@@ -11,7 +11,7 @@ import datetime
 
 import pytest
 
-from harness._errors import UsageError
+from harness._shared._errors import UsageError
 from harness.capture import CaptureConfig
 from harness.providers import detect_provider, provider_hosts, recognised_host, split_request
 from harness.providers._hosts import host_rows, local_hosts

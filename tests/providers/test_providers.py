@@ -306,7 +306,7 @@ def _installed(tmp_path: Path, target: str) -> Path:
         textwrap.dedent(
             """
             from harness.providers import CacheUsage
-            from harness._views import CacheView, RequestSplit
+            from harness._shared._views import CacheView, RequestSplit
 
             class Acme:
                 name = "acme"

@@ -25,7 +25,7 @@ HEAVY = (
     "deepdiff",
     "harness.agent",
     "harness.scenarios._formats",
-    "harness._files",
+    "harness._shared._files",
 )
 
 
@@ -79,4 +79,4 @@ def test_a_run_that_touches_no_scenario_loads_no_codec_and_no_secret_scan(tmp_pa
     assert code == 5  # no tests collected
     loaded = set(modules)
     assert heavy(loaded) == []
-    assert not {"harness._secrets", "harness._secret_shapes"} & loaded
+    assert not {"harness._shared._secrets", "harness._shared._secret_shapes"} & loaded

@@ -18,8 +18,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from harness._errors import FixtureError
-from harness._files import decode, encode, write_atomic
+from harness._shared._errors import FixtureError
+from harness._shared._files import decode, encode, write_atomic
 from harness.agent import ScriptedReply
 from harness.scenarios._formats import (
     AnswersFile,
@@ -41,7 +41,7 @@ KILLER = r"""
 import os, signal, sys
 from pathlib import Path
 
-import harness._files as files
+import harness._shared._files as files
 
 path, data, where = Path(sys.argv[1]), Path(sys.argv[2]).read_bytes(), sys.argv[3]
 
@@ -202,7 +202,7 @@ WRITER = r"""
 import sys
 from pathlib import Path
 
-from harness._files import write_atomic
+from harness._shared._files import write_atomic
 
 path, payload, rounds = Path(sys.argv[1]), Path(sys.argv[2]).read_bytes(), int(sys.argv[3])
 other = Path(sys.argv[4]).read_bytes()

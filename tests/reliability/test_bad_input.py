@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-import harness._files
-from harness._files import MAX_FILE_BYTES
+import harness._shared._files
+from harness._shared._files import MAX_FILE_BYTES
 from tests.support.inner import inner_pytest
 from tests.support.paths import copy_project
 
@@ -261,7 +261,7 @@ def test_every_reader_honours_the_size_limit(
     project: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch, reader: str
 ) -> None:
     limit = 64 * 1024  # every shipped file is far smaller; the oversized one is 100 KiB
-    monkeypatch.setattr(harness._files, "MAX_FILE_BYTES", limit)
+    monkeypatch.setattr(harness._shared._files, "MAX_FILE_BYTES", limit)
     big = b"x" * (100 * 1024)
     if reader == "diff":
         (project / "a.json").write_bytes(b'{"system": "' + big + b'"}')

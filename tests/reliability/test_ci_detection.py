@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from harness._ci import CI_VARIABLES, detect_ci
-from harness._errors import WriteRefused
-from harness._files import write_atomic
+from harness._shared._ci import CI_VARIABLES, detect_ci
+from harness._shared._errors import WriteRefused
+from harness._shared._files import write_atomic
 from tests.support.inner import inner_pytest
 
 from .conftest import Cli, one_line, tree

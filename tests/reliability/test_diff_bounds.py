@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness._printer import excerpt
+from harness._shared._printer import excerpt
 from harness.drift import MARKER, compare_values
 from harness.drift._far import far_difference
 

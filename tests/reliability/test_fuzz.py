@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness import CacheView, canonical_bytes
-from harness._errors import FixtureError
-from harness._files import Versioned, decode, encode
+from harness._shared._errors import FixtureError
+from harness._shared._files import Versioned, decode, encode
 from harness.agent import TOOL_ORDER_REST, ToolOrderError, ToolSchema, order_tools
 from harness.capture import CaptureFile
 from harness.drift import compare

@@ -17,9 +17,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness._errors import FixtureError, UnsafeName
-from harness._files import write_atomic
-from harness._paths import case_twin, file_name_for, safe_component
+from harness._shared._errors import FixtureError, UnsafeName
+from harness._shared._files import write_atomic
+from harness._shared._paths import case_twin, file_name_for, safe_component
 from harness.capture import cassette_path_for
 from harness.scenarios._formats import load_fixture
 from tests.support.inner import inner_pytest

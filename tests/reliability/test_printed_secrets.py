@@ -170,7 +170,7 @@ def test_a_drift_report_in_the_same_process_is_redacted_with_the_projects_words(
     report printed afterwards redacts the project's pattern and the redacted header's value."""
     import httpx2
 
-    from harness import _printer
+    from harness._shared import _printer
     from harness.capture import CaptureConfig, CaptureSession
     from harness.drift import compare_values
 

@@ -27,8 +27,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness._errors import one_line
-from harness._secrets import scan_secrets
+from harness._shared._errors import one_line
+from harness._shared._secrets import scan_secrets
 from harness.capture import CaptureSession, SecretLeak, cassette_path_for
 from harness.drift import compare_values
 
@@ -51,7 +51,7 @@ HEX = "0123456789abcdef"
 # A credential after its name: only the value is secret (redaction keeps the name).
 CREDENTIAL_NAMES = ("api_key=", '"password": "', "client_secret: ", "REFRESH_TOKEN=")
 
-# One strategy per key shape the harness knows (harness._secret_shapes).
+# One strategy per key shape the harness knows (harness._shared._secret_shapes).
 KEYS: dict[str, Any] = {
     "anthropic": _shape("sk-ant-api03-", URLSAFE, 40, 95),
     "openai": _shape("sk-proj-", URLSAFE, 40, 80),
@@ -521,8 +521,9 @@ def test_the_scan_knows_every_shape_the_property_draws(data: st.DataObject) -> N
 @settings(max_examples=5, deadline=None)
 @given(data=st.data())
 def test_the_property_draws_every_shape_the_scan_knows(data: st.DataObject) -> None:
-    """Every key shape of `harness._secret_shapes` is drawn: the property covers them all."""
-    from harness._secret_shapes import SECRET_PATTERNS
+    """Every key shape of `harness._shared._secret_shapes` is drawn: the property covers them
+    all."""
+    from harness._shared._secret_shapes import SECRET_PATTERNS
 
     drawn = set()
     for strategy in KEYS.values():

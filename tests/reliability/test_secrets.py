@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness._files import SecretWarning
-from harness._secrets import scan_secrets
+from harness._shared._files import SecretWarning
+from harness._shared._secrets import scan_secrets
 from harness.capture import CaptureSession, SecretLeak, load_cassette
 from harness.scenarios._formats import load_fixture
 from tests.support.inner import inner_pytest
@@ -325,7 +325,7 @@ _PIECES = (
 def test_the_needle_prefilter_never_changes_what_the_scan_finds(
     parts: list[tuple[str, str]],
 ) -> None:
-    from harness._secret_shapes import SECRET_PATTERNS, SecretPattern
+    from harness._shared._secret_shapes import SECRET_PATTERNS, SecretPattern
 
     unfiltered = tuple(SecretPattern(p.kind, p.regex) for p in SECRET_PATTERNS)
     data = "".join(a + b for a, b in parts).encode()
@@ -351,14 +351,14 @@ def test_the_needle_prefilter_never_changes_what_the_scan_finds(
 def test_the_byte_clearance_never_changes_what_the_scan_finds(parts: list[bytes]) -> None:
     """`scan_secrets` skips decoding bytes `may_hold_secrets` clears; the findings are those of
     the decoded text, scanned whole."""
-    from harness._secrets import findings_in
+    from harness._shared._secrets import findings_in
 
     data = b"".join(parts)
     assert scan_secrets(data) == findings_in(data.decode("utf-8", "replace"))
 
 
 def test_the_byte_clearance_clears_clean_bytes_and_keeps_keys() -> None:
-    from harness._secret_shapes import SECRET_PATTERNS, may_hold_secrets
+    from harness._shared._secret_shapes import SECRET_PATTERNS, may_hold_secrets
 
     digest = b'"sha256": "' + b"9d189c90dbf8da4cae167d4beb0c5c1c" * 2 + b'"'
     assert not may_hold_secrets(digest * 100 + "caf\u00e9 ".encode() * 10, SECRET_PATTERNS)

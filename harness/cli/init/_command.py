@@ -23,11 +23,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness._ci import detect_ci
-from harness._distribution import install_command
-from harness._errors import FixtureError, WriteRefused
-from harness._files import write_atomic
-from harness._paths import refuse_case_twin
+from harness._shared._ci import detect_ci
+from harness._shared._distribution import install_command
+from harness._shared._errors import FixtureError, WriteRefused
+from harness._shared._files import write_atomic
+from harness._shared._paths import refuse_case_twin
 from harness.cli.init._existing import FIXTURES, Defined, defined_fixtures
 from harness.cli.init._pytest_config import PytestConfig, find_pytest_config, settings_lines
 from harness.cli.init._templates import PROOF, PROOF_NAME, conftest, pytest_ini

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
 
-from harness._errors import FixtureError
+from harness._shared._errors import FixtureError
 
 __all__ = ["PytestConfig", "find_pytest_config", "settings_lines"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from harness._distribution import DISTRIBUTION
+from harness._shared._distribution import DISTRIBUTION
 from harness.cli.init._pytest_config import settings_lines
 
 __all__ = ["CONFTEST", "PROOF", "PROOF_NAME", "conftest", "pytest_ini"]

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from harness._errors import CannotPerturb
+from harness._shared._errors import CannotPerturb
 from harness.prove.perturb._aio import Perturbing
 
 __all__ = ["adopt", "perturbed_asyncio"]

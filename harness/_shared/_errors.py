@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
-    from harness._secrets import SecretFinding
+    from harness._shared._secrets import SecretFinding
     from harness.drift._report import DriftReport
 
 __all__ = [

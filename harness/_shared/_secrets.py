@@ -3,7 +3,8 @@
 Header and query values named in the deny-list (or whose names hold "auth", "key", "secret",
 "token", "password", "cookie", "signature" or "credential") become `[redacted]`, and so does the
 password of a URL. Then every byte to be written is scanned for key-shaped strings
-(`harness._secret_shapes`: sk-..., Bearer ..., AKIA..., ghp_..., gsk_..., JWTs, private keys and
+(`harness._shared._secret_shapes`: sk-..., Bearer ..., AKIA..., ghp_..., gsk_..., JWTs, private
+keys and
 thirty more shapes, in one pass) and for the values that were redacted; any hit raises
 `SecretLeak` and nothing is written. A finding says what kind of secret and where, never the
 secret itself. What is printed (reports, summaries, annotations, error messages) goes through
@@ -19,8 +20,13 @@ from dataclasses import dataclass
 from typing import Final
 from urllib.parse import urlsplit
 
-from harness._errors import SecretLeak
-from harness._secret_shapes import SECRET_PATTERNS, SecretPattern, find_secrets, may_hold_secrets
+from harness._shared._errors import SecretLeak
+from harness._shared._secret_shapes import (
+    SECRET_PATTERNS,
+    SecretPattern,
+    find_secrets,
+    may_hold_secrets,
+)
 
 REDACTED: Final = "[redacted]"
 

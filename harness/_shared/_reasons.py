@@ -23,7 +23,7 @@ without rows) a setting no vocabulary names is `model_changed`: the cache key mo
 everything is lost. `compaction` names the conversation items whose appearance means the provider
 compacted the context (OpenAI's `context_compacted`).
 
-This module is at the bottom with `harness._views`: it imports nothing from the harness.
+This module is at the bottom with `harness._shared._views`: it imports nothing from the harness.
 """
 
 from __future__ import annotations

@@ -21,10 +21,10 @@ from typing import Any, ClassVar, Final, TypeVar
 
 import msgspec
 
-from harness._ci import refuse_writes_under_ci
-from harness._errors import FixtureError, WriteFailed
-from harness._paths import refuse_case_twin
-from harness._secrets import scan_secrets
+from harness._shared._ci import refuse_writes_under_ci
+from harness._shared._errors import FixtureError, WriteFailed
+from harness._shared._paths import refuse_case_twin
+from harness._shared._secrets import scan_secrets
 
 FORMAT_VERSION = 1
 MAX_FILE_BYTES = 64 * 1024 * 1024

@@ -26,7 +26,7 @@ import re
 from pathlib import Path, PurePosixPath
 from typing import Final
 
-from harness._errors import FixtureError, UnsafeName
+from harness._shared._errors import FixtureError, UnsafeName
 
 FIXTURES: Final = "fixtures"  # the project's recordings, relative to its root
 CASSETTES: Final = "cassettes"  # captured tests' cassettes, inside the fixtures folder
@@ -78,7 +78,7 @@ def _cassette_part(name: str) -> str:
     # A safe name that looks like a hashed one goes through the hash too, so a folder literally
     # named like another's hashed name cannot share its cassettes. A name holding a secret (a
     # parametrize id) does too: `file_name_for` keeps only a redacted slug and a short hash.
-    from harness._secrets import redact_text  # the scan loads with the first cassette named
+    from harness._shared._secrets import redact_text  # the scan loads with the first cassette named
 
     if _HASHED.fullmatch(name) or redact_text(name) != name:
         return file_name_for(name)
@@ -114,7 +114,7 @@ def file_name_for(text: str, max_length: int = 80) -> str:
     A secret in the text (a key in a parametrize id) never reaches the name: the slug is made
     from the redacted text, and only a 10-digit hash of the whole text keeps names distinct.
     """
-    from harness._secrets import redact_text
+    from harness._shared._secrets import redact_text
 
     slug = re.sub(r"[^A-Za-z0-9._-]+", "_", redact_text(text)).strip("._-") or "unnamed"
     slug = slug.replace("..", "_")

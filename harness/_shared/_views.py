@@ -270,7 +270,7 @@ WINDOW_REACH: Final = 16 * 1024  # bytes kept on each side of a difference, for 
 class Window(NamedTuple):
     """The raw bytes around a first difference (at most `WINDOW_REACH` on each side of `mark`),
     and whether the value goes on beyond them: what an excerpt is printed from
-    (`harness._printer.excerpt`, which redacts before it cuts)."""
+    (`harness._shared._printer.excerpt`, which redacts before it cuts)."""
 
     data: bytes
     mark: int

@@ -2,7 +2,8 @@
 
 `check` replays and compares and never writes; `record` records anew; `update` rewrites what
 changed; `update-new-only` records only what is missing. The writing modes are refused under CI
-(`harness._ci`). The capture session, the pytest plugin (`--harness-mode`, `harness_mode`) and the
+(`harness._shared._ci`). The capture session, the pytest plugin (`--harness-mode`, `harness_mode`)
+and the
 CLI all take a `RecordMode`; a string from a user goes through `RecordMode.parse`, whose error
 lists the modes, as vcrpy's `RecordMode` does.
 
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from harness._errors import UsageError
+from harness._shared._errors import UsageError
 
 __all__ = ["RecordMode"]
 

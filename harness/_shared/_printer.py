@@ -3,7 +3,7 @@
 Reports, summaries, annotations, the GitHub step summary and error messages a test fails with
 are made from raw values (a drift report holds what it compared, not a redacted copy); this
 module turns them into text that is safe to print:
-- `redact(text)`: every key-shaped string (`harness._secret_shapes`), every value a project
+- `redact(text)`: every key-shaped string (`harness._shared._secret_shapes`), every value a project
   declared secret (`secret_patterns`) and every value the run redacted from a header, replaced
   by `[redacted]`; a project's allowed fake keys stay. `extend(...)` adds the project's words
   (a capture session does, as it is made and as each request and answer passes: the same words
@@ -28,11 +28,11 @@ import threading
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
-from harness._errors import one_line
+from harness._shared._errors import one_line
 
 if TYPE_CHECKING:
-    from harness._secret_shapes import SecretPattern
-    from harness._views import Window
+    from harness._shared._secret_shapes import SecretPattern
+    from harness._shared._views import Window
 
 __all__ = [
     "LINE_LIMIT",
@@ -120,7 +120,7 @@ def imported(data: Any) -> None:
     """`extend` with what another process `exported`."""
     import re
 
-    from harness._secret_shapes import SecretPattern
+    from harness._shared._secret_shapes import SecretPattern
 
     if not isinstance(data, dict):
         return
@@ -147,13 +147,13 @@ def generation() -> int:
 def _patterns() -> tuple[SecretPattern, ...]:
     """The built-in key shapes and the project's (the scan loads on the first text printed that
     may hold one, not when the printer is imported: the plugin imports it at pytest start)."""
-    from harness._secret_shapes import SECRET_PATTERNS
+    from harness._shared._secret_shapes import SECRET_PATTERNS
 
     return SECRET_PATTERNS + _words.patterns
 
 
 def redact(text: str) -> str:
-    from harness._secrets import redact_text
+    from harness._shared._secrets import redact_text
 
     words = _words
     return redact_text(text, _patterns(), allow=words.allow, secrets=words.secrets)
@@ -186,7 +186,7 @@ def line(text: str, limit: int = LINE_LIMIT) -> str:
 def excerpt(seen: Window) -> str:
     """About 80 bytes around the mark, with MARKER where the difference starts; a secret near
     it is shown as `[redacted]` (the text around the mark is redacted before it is cut)."""
-    from harness._secret_shapes import find_secrets
+    from harness._shared._secret_shapes import find_secrets
 
     data, mark = seen.data, seen.mark
     words = _words
@@ -229,8 +229,8 @@ def _redacted_excerpt(seen: Window) -> str:
 def _redact_marking(text: str, at: int) -> tuple[str, int]:
     """`text` with its secrets replaced by REDACTED, and where position `at` went (a secret
     holding `at` is replaced whole, and `at` moves to its start)."""
-    from harness._secret_shapes import find_secrets
-    from harness._secrets import REDACTED
+    from harness._shared._secret_shapes import find_secrets
+    from harness._shared._secrets import REDACTED
 
     words = _words
     pieces: list[str] = []
@@ -254,7 +254,7 @@ def around(a: str, b: str, width: int = 60) -> tuple[str, str]:
     """Two differing strings cut to the region around their first difference (not both at the
     same prefix), with MARKER there; redacted before they are cut. Strings that hold MARKER
     already (a report's own regions) are cut around it, not marked again."""
-    from harness._views import common_prefix
+    from harness._shared._views import common_prefix
 
     if MARKER in a and MARKER in b:
         return _cut(a, a.index(MARKER), width, mark=False), _cut(b, b.index(MARKER), width, False)

@@ -31,7 +31,7 @@ from typing import Any, Final, Protocol
 
 import msgspec
 
-from harness._secrets import Redaction, SecretFinding, findings_in
+from harness._shared._secrets import Redaction, SecretFinding, findings_in
 
 __all__ = ["MAX_DECODED", "Unreadable", "decoded_texts", "response_events", "scan_exchanges"]
 
