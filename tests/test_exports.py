@@ -208,6 +208,7 @@ FACES: dict[str, list[str]] = {
         "render_prompt",
         "validate_tool_order",
     ],
+    "harness.upstream": ["Call", "Received", "StandIn", "Turn", "parallel", "text", "tool_call"],
 }
 # Public modules that are not faces: the entry points, and wing packages that export nothing.
 ENTRY_POINTS = {"harness.pytest_plugin", "harness.cli", "harness.cli.__main__"}

@@ -284,7 +284,17 @@ def folders_that_are_not_packages(tests: Path) -> list[str]:
 
 def test_the_wing_scan_sees_the_wings_and_no_private_or_nested_package() -> None:
     found = wings(ROOT)
-    known = {"agent", "capture", "cli", "drift", "prove", "providers", "pytest_plugin", "scenarios"}
+    known = {
+        "agent",
+        "capture",
+        "cli",
+        "drift",
+        "prove",
+        "providers",
+        "pytest_plugin",
+        "scenarios",
+        "upstream",
+    }
     assert known <= set(found)
     assert not [name for name in found if name.startswith("_")]
     assert "perturb" not in found and "init" not in found  # packages inside a wing are not wings

@@ -55,7 +55,7 @@ from typing import Any, Final
 from harness._shared._errors import UsageError
 from harness._shared._secret_shapes import SECRET_PATTERNS, SecretPattern
 from harness._shared._secrets import DEFAULT_SECRET_HEADERS, DEFAULT_SECRET_QUERY, Redaction
-from harness.capture._matching import Matcher, matcher_named
+from harness.capture._matching import Matcher, matcher_named, name_of_matcher
 from harness.cost._prices import parse_price_rows
 from harness.providers._base import host_matches
 from harness.providers._hosts import local_hosts
@@ -109,6 +109,27 @@ class CaptureConfig:
                 )
             changes[key] = _parsed(key, value, where)
         return replace(self, **changes)
+
+    def portable(self) -> dict[str, Any]:
+        """The keys another process needs to capture as this config does (a hash-seed child):
+        `CaptureConfig.of(config.portable())` redacts, captures and guards the same hosts. A
+        matcher object no name is registered for becomes the default; rules and prices rows,
+        which judge and price what was captured, stay with the parent."""
+        value: dict[str, Any] = {
+            "redact_headers": sorted(self.redact_headers),
+            "redact_query": sorted(self.redact_query),
+            "secret_patterns": [pattern.pattern for pattern in self.secret_patterns],
+            "allow": sorted(self.allow),
+            "hosts": list(self.hosts),
+            "ignore_hosts": list(self.ignore_hosts),
+            "local_hosts": list(self.local_hosts),
+            "block_network": self.block_network,
+            "allowed_hosts": list(self.allowed_hosts),
+        }
+        name = name_of_matcher(self.matcher)
+        if name is not None:
+            value["matcher"] = name
+        return value
 
     def redaction(self) -> Redaction:
         """The default redaction plus this config's additions."""

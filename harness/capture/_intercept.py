@@ -58,7 +58,7 @@ if TYPE_CHECKING:
     from harness.capture._config import CaptureConfig
     from harness.capture._session import CaptureSession
 
-__all__ = ["active_session", "intercepting"]
+__all__ = ["active_session", "intercepting", "intercepts"]
 
 _PATCHED: Final = "_transport_for_url"
 
@@ -71,6 +71,12 @@ def active_session() -> CaptureSession | None:
     """The session that captures intercepted requests now (the innermost), if any."""
     with _lock:
         return _active[-1][0] if _active else None
+
+
+def intercepts(session: CaptureSession) -> bool:
+    """Whether `session` captures intercepted requests now (a hash-seed child does the same)."""
+    with _lock:
+        return any(active is session for active, _ in _active)
 
 
 @contextmanager

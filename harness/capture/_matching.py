@@ -34,6 +34,7 @@ __all__ = [
     "Matcher",
     "describe_mismatch",
     "matcher_named",
+    "name_of_matcher",
     "positions",
     "register_matcher",
     "strict_match",
@@ -96,6 +97,14 @@ def matcher_named(name: str) -> Matcher:
     if factory is None:
         raise UsageError(f"unknown matcher {name!r}; expected one of {', '.join(_MATCHERS)}")
     return factory()
+
+
+def name_of_matcher(matcher: Matcher | None) -> str | None:
+    """The name `matcher`'s class is registered under (None for an unregistered object): what a
+    hash-seed child needs to make the same matcher."""
+    if matcher is None:
+        return None
+    return next((name for name, made in _MATCHERS.items() if made is type(matcher)), None)
 
 
 def same_route(request: HttpRequest, live: Captured) -> bool:

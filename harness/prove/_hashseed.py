@@ -4,10 +4,19 @@ Inside one process, iterating a `set` of strings (or a dict keyed by hash-ordere
 same order every time, so permuting registration order in-process cannot see it; a new process
 with another hash seed can. The parent sends each child, on stdin, the build's reference
 ("module:function"), the units (as values or "module:qualified.name" references), its own
-`sys.path`, and the answers the first in-process build got (a redacted one-proof cassette, so a
-build that sends requests through `current_session()`'s clients gets the same answers). The child
-runs the build once in the identity order and writes its requests' cache views to stdout after a
-marker line; anything the build prints goes to stderr. No file is written.
+`sys.path`, and the answers the first in-process build got (a redacted one-proof cassette).
+
+A child captures exactly as its parent does: when the parent's session intercepts (a test marked
+`@pytest.mark.header_capture`), the child installs the same interception on a session made from
+the parent's capture settings (`CaptureConfig.portable()`: the hosts it captures, ignores and
+allows, the redaction, the matcher's name) and the same network guard, so every client the
+capture knows (httpx, httpx2, urllib3 and botocore, `http.client`, aiohttp), made anywhere in the
+build, is answered from the recorded answers and never reaches the network; a request the answers
+do not hold, or a client the capture does not see, fails the child, and the proof, in one line.
+Without interception in the parent, only the clients of `current_session()` are answered, as in
+the parent. The child runs the build once in the identity order and writes its requests' cache
+views to stdout after a marker line; anything the build prints goes to stderr. No file is
+written.
 """
 
 from __future__ import annotations
@@ -18,17 +27,19 @@ import sys
 import traceback
 from collections.abc import Callable, Generator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
-from harness._shared._errors import HashSeedError
+from harness._shared._errors import CassetteMismatch, HashSeedError
 from harness._shared._record_mode import RecordMode
 from harness._shared._views import CacheView
 from harness.prove._builds import Observed, call_build, observed_of, resolve, unit_name
 
 if TYPE_CHECKING:
     from harness.capture._cassette import CaptureFile
+    from harness.capture._session import CaptureSession
 
 __all__ = [
     "HashSeedError",
@@ -116,13 +127,14 @@ def run_under_seeds(
     *,
     seeds: Sequence[int],
     reference: CaptureFile | None = None,
+    capture: CaptureSession | None = None,
     timeout: float = 120.0,
 ) -> list[list[Observed]]:
     """The requests `build(units)` produced in one fresh process per hash seed, in seed order."""
     return [
         observed
         for _, observed in iter_under_seeds(
-            build, units, seeds=seeds, reference=reference, timeout=timeout
+            build, units, seeds=seeds, reference=reference, capture=capture, timeout=timeout
         )
     ]
 
@@ -133,10 +145,12 @@ def iter_under_seeds(
     *,
     seeds: Sequence[int],
     reference: CaptureFile | None = None,
+    capture: CaptureSession | None = None,
     timeout: float = 120.0,
 ) -> Generator[tuple[int, list[Observed]], None, None]:
     """`(seed, requests)` per hash seed, in seed order, as the subprocesses finish.
 
+    `capture`: the parent's session; when it intercepts, every child intercepts the same way.
     The children run in parallel (up to one per CPU); a caller that stops early (a drift found
     between the first two seeds) cancels the children that have not started.
     """
@@ -147,6 +161,7 @@ def iter_under_seeds(
         "units": None if units is None else [unit_reference(unit) for unit in units],
         "sys_path": [entry for entry in sys.path if isinstance(entry, str)],
         "reference": encode(reference).decode("utf-8") if reference is not None else None,
+        "capture": _capture_of(capture),
     }
     data = msgspec.json.encode(payload)
 
@@ -173,6 +188,15 @@ def iter_under_seeds(
         pool.shutdown(wait=True, cancel_futures=True)
 
 
+def _capture_of(session: CaptureSession | None) -> dict[str, Any] | None:
+    """What a child needs to capture as `session` does now: None when it does not intercept."""
+    from harness.capture._intercept import intercepts
+
+    if session is None or not intercepts(session):
+        return None
+    return {"config": session.config.portable(), "test": session.test}
+
+
 def _result(
     seed: int, child: subprocess.CompletedProcess[bytes] | None, timeout: float
 ) -> list[Observed]:
@@ -194,21 +218,39 @@ def _child(payload: dict[str, Any]) -> int:
     real_stdout = sys.stdout
     sys.stdout = sys.stderr  # the build's own prints must not corrupt the result
     try:
+        from harness._shared._ci import detect_ci
         from harness._shared._files import decode
         from harness.capture._cassette import CaptureFile
+        from harness.capture._config import CaptureConfig
+        from harness.capture._guard import guarding
         from harness.capture._session import CaptureSession
 
         build = resolve(payload["build"])
         references = payload["units"]
         units = None if references is None else [_unit(reference) for reference in references]
         args = () if units is None else (units,)
-        if payload.get("reference"):
-            data = str(payload["reference"]).encode("utf-8")
-            recorded = decode(data, CaptureFile, "<reference answers>")
-            session = CaptureSession(mode=RecordMode.CHECK, recorded=recorded)
+        capture = payload.get("capture")
+        if payload.get("reference") or capture:
+            data = str(payload.get("reference") or "").encode("utf-8")
+            recorded = decode(data, CaptureFile, "<reference answers>") if data else CaptureFile()
+            config = CaptureConfig.of(capture["config"] if capture else None)
+            session = CaptureSession(mode=RecordMode.CHECK, recorded=recorded, config=config)
+            session.test = capture.get("test") if capture else None
+            session.record_hint = (
+                "the hash-seed runs are answered only with the first in-process build's answers"
+            )
             proof = session.proving([unit_name(unit) for unit in units or ()])
-            with proof.build(0) as sent:
-                result = call_build(build, *args)
+            with ExitStack() as stack:
+                if capture:
+                    stack.enter_context(session.intercept())
+                    stack.enter_context(guarding(session, config, ci=detect_ci() is not None))
+                with proof.build(0) as sent:
+                    result = call_build(build, *args)
+            # swallowed by the build: a blocked client, a missing answer (a request that differs
+            # from the first build's is the drift the parent judges, not an error here)
+            errors = [e for e in session.errors if not isinstance(e, CassetteMismatch)]
+            if errors:
+                raise HashSeedError(str(errors[0]))
             observed = observed_of(result, list(sent))
         else:
             observed = observed_of(call_build(build, *args), None)

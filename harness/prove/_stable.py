@@ -232,6 +232,7 @@ def prove_stable(
             owners=owners,
             command=command,
             proof=proof,
+            capture=capture,
             names=names[0],
             notes=runs.notes,
             timeout=timeout,
@@ -327,6 +328,7 @@ def _prove_hash_seeds(
     owners: Mapping[str, str | None] | None,
     command: str | None,
     proof: Any,
+    capture: CaptureSession | None,
     names: list[str],
     notes: list[str],
     timeout: float,
@@ -335,7 +337,9 @@ def _prove_hash_seeds(
     from harness.prove._hashseed import iter_under_seeds
 
     reference = proof.reference_file() if proof is not None else None
-    runs = iter_under_seeds(build, units, seeds=seeds, reference=reference, timeout=timeout)
+    runs = iter_under_seeds(
+        build, units, seeds=seeds, reference=reference, capture=capture, timeout=timeout
+    )
     first: tuple[int, list[Observed]] | None = None
     for hash_seed, observed in runs:
         if first is None:
