@@ -20,6 +20,9 @@ Like pytest-recording's `vcr_config`, the fixture returns a dict (or a `CaptureC
             "block_network": "auto",                # "providers", "all" or "none" (below)
             "allowed_hosts": ["search.internal"],   # hosts a client may reach uncaptured
             "no_requests": "auto",                  # "warn", "fail" or "ignore" (below)
+            "known_moves": [                        # the frameworks' moves, waived everywhere
+                {"reason": "AutoGen's reflection call drops the tools", "only": "tools"},
+            ],
         }
 
 The providers' hosts are captured without a word (`harness/providers/hosts.json`: OpenAI, Azure
@@ -40,6 +43,10 @@ host but loopback and `allowed_hosts`, and `"auto"` (the default) is `"providers
 `"all"` in CI. A marked test that captured no request is warned about in record modes and fails
 in check mode (`no_requests="auto"`).
 
+`known_moves` lists moves of the project's frameworks that the gate waives in every test, each
+with its reason and what it waives (`only`: a block, a verdict, a JSON pointer or a predicate;
+`harness.capture._waivers`); one that waived nothing in a run is reported as stale.
+
 Redaction adds to the defaults, never replaces them: a project cannot switch off the redaction
 of `authorization` by forgetting it. An unknown key, or a value of the wrong type, is a
 `UsageError` that lists the valid keys.
@@ -56,6 +63,7 @@ from harness._shared._errors import UsageError
 from harness._shared._secret_shapes import SECRET_PATTERNS, SecretPattern
 from harness._shared._secrets import DEFAULT_SECRET_HEADERS, DEFAULT_SECRET_QUERY, Redaction
 from harness.capture._matching import Matcher, matcher_named, name_of_matcher
+from harness.capture._waivers import Waiver, known_moves
 from harness.cost._prices import parse_price_rows
 from harness.providers._base import host_matches
 from harness.providers._hosts import local_hosts
@@ -83,6 +91,7 @@ class CaptureConfig:
     block_network: str = "auto"
     allowed_hosts: tuple[str, ...] = ()
     no_requests: str = "auto"
+    known_moves: tuple[Waiver, ...] = ()
 
     @classmethod
     def of(cls, value: object, *, where: str = "harness_capture_config") -> CaptureConfig:
@@ -200,6 +209,8 @@ def _parsed(key: str, value: Any, where: str) -> Any:
         return parse_rows(value, where=where)
     if key == "prices":
         return parse_price_rows(value, where=where)
+    if key == "known_moves":
+        return known_moves(value, where=where)
     if key == "matcher":
         if value is None or isinstance(value, Matcher):
             return value

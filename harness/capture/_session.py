@@ -59,6 +59,8 @@ from harness.capture._prefix import PrefixBreak, PrefixBroken, PrefixChain, pref
 from harness.capture._proof import ProofRun, ProofState, Ticket
 from harness.capture._recording import Recording
 from harness.capture._timing import Clock, same_but_timing, stored_order
+from harness.capture._transport import client_for, transport_for
+from harness.capture._waivers import Waiver, waive
 
 __all__ = ["CaptureSession", "Finished"]
 
@@ -110,7 +112,9 @@ class CaptureSession:
         )
         self.matcher: Matcher = matcher or self.config.matcher or CacheViewMatcher()
         self.record_hint = record_hint
-        self.moves_header: str | None = None
+        self.moves_header: str | None = None  # the whole test's exemption (its reason)
+        self.waivers: list[Waiver] = []  # moves_header(only=...), known_moves; and what they
+        self.waived: list[tuple[PrefixBreak, Waiver]] = []  # waived (`waive`, by the gate)
         self.test: str | None = None  # the test's id, as messages name it (the plugin sets it)
         self.errors: list[CaptureError] = []
         self.notes: list[str] = []
@@ -172,36 +176,24 @@ class CaptureSession:
 
     def transport(self) -> Any:
         """An `httpx2` transport (sync and async) for `httpx2.Client(transport=...)`."""
-        from harness.capture._transport import transport_for
-
         return transport_for(self, "httpx2")
 
     def httpx_transport(self) -> Any:
         """The same for plain `httpx` clients (needs the `httpx` package)."""
-        from harness.capture._transport import transport_for
-
         return transport_for(self, "httpx")
 
     def httpx2_client(self, **kwargs: Any) -> Any:
         """An `httpx2.Client` for `anthropic.Anthropic(http_client=...)` / `openai.OpenAI`."""
-        from harness.capture._transport import client_for
-
         return client_for(self, "httpx2", asynchronous=False, **kwargs)
 
     def httpx2_async_client(self, **kwargs: Any) -> Any:
-        from harness.capture._transport import client_for
-
         return client_for(self, "httpx2", asynchronous=True, **kwargs)
 
     def httpx_client(self, **kwargs: Any) -> Any:
         """A plain `httpx.Client` (the openai SDK accepts one; the anthropic SDK does not)."""
-        from harness.capture._transport import client_for
-
         return client_for(self, "httpx", asynchronous=False, **kwargs)
 
     def httpx_async_client(self, **kwargs: Any) -> Any:
-        from harness.capture._transport import client_for
-
         return client_for(self, "httpx", asynchronous=True, **kwargs)
 
     @contextmanager
@@ -254,7 +246,8 @@ class CaptureSession:
         """Raise `PrefixBroken` unless each request extends the previous one's cacheable prefix.
 
         A test marked `moves_header(reason=...)` (the plugin sets `moves_header`) passes, and the
-        breaks are kept as notes.
+        breaks are kept as notes; the breaks a waiver (`waivers`: `moves_header(only=...)`,
+        `known_moves`) matches are waived, the others raised.
         """
         breaks = self.prefix_breaks()
         if not breaks:
@@ -265,7 +258,9 @@ class CaptureSession:
                 for item in breaks
             )
             return
-        raise PrefixBroken(breaks)
+        kept, self.waived = waive(breaks, self.waivers)
+        if kept:
+            raise PrefixBroken(kept)
 
     # -- prove_stable support -------------------------------------------------------------------
 
@@ -320,7 +315,9 @@ class CaptureSession:
                 proofs.pop()
             if not self._out and not proofs:
                 return None
-            moves = self.moves_header if self.moves_header is not None else msgspec.UNSET
+            # a waived move is written as the exemption it was, so `harness check` agrees
+            waived = "; ".join(dict.fromkeys(found.reason for _, found in self.waived))
+            moves = self.moves_header if self.moves_header is not None else waived or msgspec.UNSET
             proofs = [Proof(units=p.units, exchanges=stored_order(p.exchanges)) for p in proofs]
             return CaptureFile(
                 started=self.clock.started or msgspec.UNSET,

@@ -25,6 +25,7 @@ import pytest
 
 from harness._shared import _printer
 from harness._shared._ci import detect_ci
+from harness._shared._errors import HarnessError
 from harness._shared._paths import FIXTURES
 from harness._shared._record_mode import RecordMode
 from harness.pytest_plugin._api import (
@@ -34,6 +35,7 @@ from harness.pytest_plugin._api import (
     RegistrationShuffle,
     fail,
     messages_of,
+    moves_header_only,
     moves_header_reason,
     send,
 )
@@ -162,7 +164,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "moves_header(reason): this test's request header is expected to change; the reason is "
+        "moves_header(reason, only=None): this test's request header is expected to change; only="
+        " (a block, a verdict, a JSON pointer or a predicate) waives just that move; the reason is "
         "mandatory and every use is listed in the header drift summary",
     )
     config.addinivalue_line(
@@ -255,8 +258,22 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         reason = moves_header_reason(item)
     except pytest.UsageError as error:
         fail(str(error))
-    if reason is not None:
+    only = moves_header_only(item) if reason is not None else None
+    if reason is None:
+        return
+    if only is None:
         send(item, PROP_MOVES, reason)
+        return
+    from harness.capture._waivers import waiver
+
+    problem = None
+    try:
+        waived = waiver(reason, only, source=f"@pytest.mark.moves_header on {item.nodeid}")
+    except HarnessError as error:
+        problem = str(error)
+    if problem is not None:
+        fail(problem)  # outside the except: pytest would chain the error's own report to it
+    send(item, PROP_MOVES, f"{reason} (only {waived.describe()})")
 
 
 @pytest.hookimpl(wrapper=True)

@@ -89,6 +89,12 @@ def moves_header_reason(item: pytest.Item) -> str | None:
     return reason
 
 
+def moves_header_only(item: pytest.Item) -> object | None:
+    """The `only=` of the test's `moves_header` marker (None: the marker waives the whole test)."""
+    marker = item.get_closest_marker("moves_header")
+    return None if marker is None else marker.kwargs.get("only")
+
+
 def queue_write(item: pytest.Item, files: Sequence[FileContents]) -> None:
     """Hand files to the controller to write (it writes only in a writing mode, never in CI)."""
     from harness._shared._paths import refuse_case_twin

@@ -38,6 +38,7 @@ from harness.pytest_plugin._api import (
     PROP_FINDINGS,
     PROP_USED,
     fail,
+    moves_header_only,
     moves_header_reason,
     queue_drift,
     queue_write,
@@ -96,13 +97,26 @@ def session_for(
             record_hint="record it locally: pytest --harness-mode=update-new-only",
             config=captured,
         )
+        session.moves_header = moves_header_reason(item)
+        session.waivers = [*marker_waivers(item, session), *captured.known_moves]
     except (FixtureError, HarnessError) as error:
         fail(f"harness: {error}")
-    session.moves_header = moves_header_reason(item)
     session.test = item.nodeid
     send(item, PROP_USED, str(session.cassette))
     item.stash[SESSION] = session
     return session
+
+
+def marker_waivers(item: pytest.Item, session: CaptureSession) -> list[Any]:
+    """`moves_header(reason=..., only=...)`: a waiver of just that move, and no whole-test
+    exemption (`harness.capture._waivers`)."""
+    from harness.capture._waivers import waiver
+
+    only = moves_header_only(item)
+    if session.moves_header is None or only is None:
+        return []
+    reason, session.moves_header = session.moves_header, None
+    return [waiver(reason, only, source=f"@pytest.mark.moves_header on {item.nodeid}")]
 
 
 @contextmanager
@@ -188,7 +202,7 @@ def gate(item: pytest.Item, session: CaptureSession, settings: RunState) -> None
     no_requests(item, session, settings)
     errors = [finding for finding in rule_findings(item, session, settings) if _fails(finding)]
     gated = session.config.prefix_chain and session.moves_header is None
-    breaks = session.prefix_breaks() if gated else []
+    breaks = waived_breaks(session, session.prefix_breaks()) if gated else []
     if not breaks:
         if errors:
             lines = "\n".join(f"  {finding.to_text()}" for finding in errors)
@@ -211,6 +225,19 @@ def gate(item: pytest.Item, session: CaptureSession, settings: RunState) -> None
         ' @pytest.mark.moves_header(reason="...") if the move is deliberate; nothing is'
         f" written){f'; cost: {cost}' if cost else ''}\n\n{text}"
     )
+
+
+def waived_breaks(session: CaptureSession, breaks: list[Any]) -> list[Any]:
+    """The breaks no waiver waives (`moves_header(only=...)`, `known_moves`); the waived ones
+    stay on the session, as notes and as the exemption its cassette records."""
+    from harness.capture._waivers import waive
+
+    kept, session.waived = waive(breaks, session.waivers)
+    session.notes.extend(
+        f"expected header move ({found.reason}): {item.to_text().splitlines()[0]}"
+        for item, found in session.waived
+    )
+    return kept
 
 
 def _fails(finding: Finding) -> bool:
@@ -335,6 +362,8 @@ def finish(item: pytest.Item, session: CaptureSession, settings: RunState, *, pa
         cost = cost_delta(session, settings, sessions, error.report)
         queue_drift(item, str(error).splitlines()[0], markdown or str(error), seed, cost)
     moved = len(finished.prefix_breaks) if session.config.prefix_chain else 0
+    if session.moves_header is None:  # a marker's only=: the moves it waived
+        moved = sum(1 for _, w in session.waived if not w.source.endswith("known_moves"))
     record_chain(item, session, moved=moved)
     if passed:
         queue_write(item, finished.files)
@@ -352,7 +381,13 @@ def record_chain(item: pytest.Item, session: CaptureSession, *, moved: int) -> N
             "unrecognised": chain.unrecognised,
             "proofs": session.proving_calls,
             "moved": moved,
-            "exempt": session.moves_header,
+            "exempt": session.moves_header
+            if session.moves_header is not None
+            else next(
+                (w.reason for w in session.waivers if not w.source.endswith("known_moves")), None
+            ),
+            "known": [w.reason for w in session.config.known_moves],
+            "known_used": [w.reason for _, w in session.waived if w.source.endswith("known_moves")],
         },
     )
 
@@ -366,6 +401,10 @@ def take_chain(settings: RunState, nodeid: str, value: dict[str, Any]) -> None:
     settings.chain_proofs += int(value.get("proofs", 0))
     if value.get("exempt") is not None and not value.get("moved"):
         settings.stale.add(nodeid)
+    for reason in value.get("known", ()):
+        settings.known_moves.setdefault(str(reason), False)
+    for reason in value.get("known_used", ()):
+        settings.known_moves[str(reason)] = True
 
 
 @functools.cache

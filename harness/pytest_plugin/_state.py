@@ -56,6 +56,7 @@ class RunState:
     chain_unrecognised: int = 0  # captured requests no provider claimed
     chain_proofs: int = 0  # prove_stable calls captured (their requests are judged by the proof)
     stale: set[str] = field(default_factory=set)  # moves_header tests whose header did not move
+    known_moves: dict[str, bool] = field(default_factory=dict)  # known_moves reason -> used
     no_requests: list[tuple[str, str]] = field(default_factory=list)  # (nodeid, "warn"/"fail")
     # what decides which recordings the run proved unused (`harness.pytest_plugin._unused`)
     used: set[str] = field(default_factory=set)  # resolved paths tests reported using

@@ -59,6 +59,11 @@ def write_summary(
             write(f"  {moves_line(nodeid, reason, s)}")
     for line in chain_lines(s):
         write(line)
+    unused = [reason for reason, used in s.known_moves.items() if not used]
+    if unused:
+        write(f"{len(unused)} known move(s) of harness_capture_config waived nothing (stale):")
+        for reason in unused:
+            write(f"  {reason}")
     for line in rules_lines(s):
         write(line)
     if s.no_requests:
@@ -128,7 +133,12 @@ def _cell(text: str) -> str:
 
 
 def moves_line(nodeid: str, reason: str, settings: RunState) -> str:
-    stale = " [stale: marked, yet nothing moved]" if nodeid in settings.stale else ""
+    stale = ""
+    if nodeid in settings.stale:  # a marker with only= waived nothing it names (said in setup)
+        waived = reason.endswith(")") and " (only " in reason
+        stale = (
+            " [stale: nothing it names moved]" if waived else " [stale: marked, yet nothing moved]"
+        )
     return f"{nodeid}: {reason}{stale}"
 
 
