@@ -156,6 +156,18 @@ class CaptureConfig:
             allow=self.allow,
         )
 
+    def ephemeral_port(self, host: str, port: int) -> bool:
+        """Whether `host:port` is a project's own stand-in on a port chosen at run time: a
+        loopback host no `hosts` or `local_hosts` entry names with its port (the port is then
+        left out of the route, `harness.capture._matching`)."""
+        if not _loopback(host):
+            return False
+        named = f"{host}:{port}"
+        return not any(
+            ":" in pattern.strip("[]") and host_matches(pattern, named)
+            for pattern in (*self.hosts, *self.local_hosts)
+        )
+
     def captures(self, host: str) -> bool:
         """Whether requests to `host` go through the capture session when intercepting."""
         if any(host_matches(pattern, host) for pattern in self.ignore_hosts):
@@ -163,6 +175,11 @@ class CaptureConfig:
         return recognised_host(host) or any(
             host_matches(pattern, host) for pattern in (*self.hosts, *self.local_hosts)
         )
+
+
+def _loopback(host: str) -> bool:
+    host = host.strip("[]").lower()
+    return host in ("localhost", "::1") or host.endswith(".localhost") or host.startswith("127.")
 
 
 def _strings(key: str, value: Any, where: str) -> tuple[str, ...]:

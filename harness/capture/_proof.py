@@ -30,7 +30,7 @@ from harness._shared._errors import CaptureError, CassetteMissing
 from harness._shared._record_mode import RecordMode
 from harness.capture._captured import Captured
 from harness.capture._cassette import CaptureFile, Exchange, HttpResponse, Proof, redacted
-from harness.capture._matching import describe_mismatch, same_route
+from harness.capture._matching import aligned, describe_mismatch, same_route
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -73,7 +73,7 @@ class ProofState:
         index = self._pick(reference, captured, session)
         if index is not None:
             self.used.add(index)
-            recorded = reference[index].request
+            recorded = aligned(reference[index].request, captured, session.config.ephemeral_port)
             if (
                 build == 0
                 and session.mode in (RecordMode.CHECK, RecordMode.UPDATE_NEW_ONLY)
@@ -85,6 +85,7 @@ class ProofState:
                     captured,
                     session.shown(),
                     entry=f"prove_stable call {self.number + 1}",
+                    redaction=session.redaction,
                 )
                 if all(str(error) != str(known) for known in session.errors):
                     session.errors.append(error)
@@ -113,13 +114,15 @@ class ProofState:
         """The reference exchange that answers `captured`: the first unused one on its route
         that the matcher accepts (concurrent requests may come in another order than the first
         build sent them), else the first unused one on its route."""
+        ephemeral = session.config.ephemeral_port
         candidates = [
             index
             for index in range(len(reference))
-            if index not in self.used and same_route(reference[index].request, captured)
+            if index not in self.used and same_route(reference[index].request, captured, ephemeral)
         ]
         for index in candidates:
-            if session.matcher.matches(reference[index].request, captured, session.redaction):
+            request = aligned(reference[index].request, captured, ephemeral)
+            if session.matcher.matches(request, captured, session.redaction):
                 return index
         return candidates[0] if candidates else None
 

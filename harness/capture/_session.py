@@ -52,7 +52,9 @@ from harness.capture._config import CaptureConfig
 from harness.capture._matching import (
     CacheViewMatcher,
     Matcher,
+    no_answer,
     positions,
+    route_of,
     strict_match,
 )
 from harness.capture._prefix import PrefixBreak, PrefixBroken, PrefixChain, prefix_chain
@@ -132,7 +134,7 @@ class CaptureSession:
         self._requests: list[Captured] = []
         self._out: list[Exchange] = []
         self._used: set[int] = set()
-        self._positions: dict[tuple[str, str], int] = {}
+        self._positions: dict[tuple[object, ...], int] = {}
         self._appended = False
         self._boundaries: list[int] = []
         self._proofs: list[ProofState] = []
@@ -454,9 +456,10 @@ class CaptureSession:
         recorded = self._recorded.exchanges if self._recorded is not None else ()
         if self.mode is RecordMode.RECORD:
             return Ticket(captured, None, self._out.append)
+        ephemeral = self.config.ephemeral_port
         if self.mode is RecordMode.UPDATE:
-            key = (captured.method, captured.path)
-            index = positions(recorded, captured, self._positions.get(key, 0))
+            key = tuple(route_of(captured.method, captured.url, ephemeral))
+            index = positions(recorded, captured, self._positions.get(key, 0), ephemeral)
             self._positions[key] = len(recorded) if index is None else index + 1
             if index is None:
                 return Ticket(captured, None, self._out.append)
@@ -464,7 +467,7 @@ class CaptureSession:
             captured.source = "cassette"
             return Ticket(captured, recorded[index].response)
         index = strict_match(
-            recorded, captured, self._used, self.matcher, self.redaction, self.shown()
+            recorded, captured, self._used, self.matcher, self.redaction, self.shown(), ephemeral
         )
         if index is not None:
             if recorded[index].request.body != captured.body:
@@ -482,13 +485,6 @@ class CaptureSession:
                 self._appended = True
 
             return Ticket(captured, None, append)
-        where = (
-            f"the cassette {self.shown()} does not exist"
-            if self.cassette is not None and self._recorded is None
-            else f"the cassette {self.shown()} holds no further"
-            f" {captured.method} {captured.path} exchange ({len(recorded)} recorded)"
-        )
-        raise CassetteMissing(
-            f"request {captured.number} ({captured.method} {captured.path}) has no recorded"
-            f" answer: {where}; {self.record_hint}"
-        )
+        exists = self.cassette is None or self._recorded is not None
+        cassette, hint = self.shown(), self.record_hint
+        raise no_answer(recorded if exists else None, captured, cassette, hint, ephemeral)
