@@ -20,6 +20,7 @@ Like pytest-recording's `vcr_config`, the fixture returns a dict (or a `CaptureC
             "block_network": "auto",                # "providers", "all" or "none" (below)
             "allowed_hosts": ["search.internal"],   # hosts a client may reach uncaptured
             "no_requests": "auto",                  # "warn", "fail" or "ignore" (below)
+            "volatile_in_prefix": "fail",           # while recording ("warn": record anyway)
             "known_moves": [                        # the frameworks' moves, waived everywhere
                 {"reason": "AutoGen's reflection call drops the tools", "only": "tools"},
             ],
@@ -42,6 +43,10 @@ fails the test, in one line naming the host and the library; `block_network="all
 host but loopback and `allowed_hosts`, and `"auto"` (the default) is `"providers"` locally and
 `"all"` in CI. A marked test that captured no request is warned about in record modes and fails
 in check mode (`no_requests="auto"`).
+
+A timestamp, date, UUID or generated id in the cached prefix (the rule `volatile-in-prefix`)
+fails a test that records (`volatile_in_prefix="fail"`, the default), so no cassette is written
+from a run whose prefix changes every run; replaying, it stays a warning.
 
 `known_moves` lists moves of the project's frameworks that the gate waives in every test, each
 with its reason and what it waives (`only`: a block, a verdict, a JSON pointer or a predicate;
@@ -92,6 +97,7 @@ class CaptureConfig:
     allowed_hosts: tuple[str, ...] = ()
     no_requests: str = "auto"
     known_moves: tuple[Waiver, ...] = ()
+    volatile_in_prefix: str = "fail"
 
     @classmethod
     def of(cls, value: object, *, where: str = "harness_capture_config") -> CaptureConfig:
@@ -194,6 +200,7 @@ def _strings(key: str, value: Any, where: str) -> tuple[str, ...]:
 _CHOICES: Final = {
     "block_network": ("auto", "providers", "all", "none"),
     "no_requests": ("auto", "warn", "fail", "ignore"),
+    "volatile_in_prefix": ("fail", "warn"),
 }
 
 

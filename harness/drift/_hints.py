@@ -14,7 +14,30 @@ from collections.abc import Iterable, Sequence
 from typing import Final, NamedTuple
 
 _MAX_HINTS: Final = 10
-_MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?"
+# A month by its name or its usual short forms (never any word that starts like one: "Marching"),
+# a day with or without its ordinal suffix, and a weekday: a date written out, as an agent's
+# system prompt says it ("Thursday, 3 December 2026", "December 3rd, 2026").
+_MONTH = (
+    r"(?:January|February|March|April|May|June|July|August|September|October|November|December"
+    r"|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept|Sep|Oct|Nov|Dec)\b\.?"
+)
+_DAY = r"(?:0?[1-9]|[12]\d|3[01])(?:st|nd|rd|th)?\b"
+_ORDINAL_DAY = r"(?:0?[1-9]|[12]\d|3[01])(?:st|nd|rd|th)\b"
+_WEEKDAY = (
+    r"(?:(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day"
+    r"|(?:Mon|Tue|Tues|Wed|Thu|Thur|Thurs|Fri|Sat|Sun)\b\.?)"
+)
+_YEAR = r"(?:1[89]|2\d)\d\d\b"
+# With a year, any written-out day and month is a date; without one, a weekday or an ordinal day
+# must say so ("Thursday, 3 December", "December 3rd"): "May 3 agents" and "in May 2026" stay
+# silent. European numeric dates (03.12.2026) need a real day and month, and no "v" or dot before.
+_WRITTEN_DATE = (
+    rf"\b(?:{_WEEKDAY},?\s+)?{_MONTH}\s+{_DAY},?\s+{_YEAR}"
+    rf"|\b(?:{_WEEKDAY},?\s+)?(?:the\s+)?{_DAY}(?:\s+of)?\s+{_MONTH},?\s+{_YEAR}"
+    rf"|\b{_WEEKDAY},?\s+(?:the\s+)?(?:{_MONTH}\s+{_DAY}|{_DAY}(?:\s+of)?\s+{_MONTH})"
+    rf"|\b(?:the\s+)?{_ORDINAL_DAY}(?:\s+of)?\s+{_MONTH}|\b{_MONTH}\s+{_ORDINAL_DAY}"
+    r"|(?<!\w)(?<!\w\.)(?:0?[1-9]|[12]\d|3[01])\.(?:0?[1-9]|1[0-2])\.(?:19|20)\d\d(?!\w|\.\w)"
+)
 _EVERY_RUN = (
     "volatile content in a header breaks the cache on every run;"
     " move it into the messages or pin it"
@@ -49,10 +72,7 @@ _PATTERNS: Final = (
     ),
     _Pattern(
         "a date",
-        re.compile(
-            rf"\b\d{{4}}-\d{{2}}-\d{{2}}\b|\b\d{{1,2}}/\d{{1,2}}/\d{{4}}\b"
-            rf"|\b{_MONTH} \d{{1,2}},? \d{{4}}\b|\b\d{{1,2}} {_MONTH} \d{{4}}\b"
-        ),
+        re.compile(rf"\b\d{{4}}-\d{{2}}-\d{{2}}\b|\b\d{{1,2}}/\d{{1,2}}/\d{{4}}\b|{_WRITTEN_DATE}"),
         _EVERY_RUN,
     ),
     _Pattern("a time of day", re.compile(r"\b\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?\b"), _EVERY_RUN),

@@ -200,15 +200,26 @@ def gate(item: pytest.Item, session: CaptureSession, settings: RunState) -> None
     if session.errors:  # replay errors (and blocked clients) the code under test may swallow
         fail("\n\n".join(map(str, _distinct(session.errors))))
     no_requests(item, session, settings)
-    errors = [finding for finding in rule_findings(item, session, settings) if _fails(finding)]
+    errors = [
+        finding
+        for finding in rule_findings(item, session, settings)
+        if _fails(finding) or _refuses_recording(finding, session)
+    ]
     gated = session.config.prefix_chain and session.moves_header is None
     breaks = waived_breaks(session, session.prefix_breaks()) if gated else []
     if not breaks:
         if errors:
             lines = "\n".join(f"  {finding.to_text()}" for finding in errors)
+            volatile = any(_refuses_recording(finding, session) for finding in errors)
+            why = (
+                "; a volatile value in the cached prefix refuses the recording, nothing is"
+                ' written (pin it, or set volatile_in_prefix="warn" in harness_capture_config)'
+                if volatile
+                else ""
+            )
             fail(
                 f"harness: {len(errors)} cache rule finding(s) fail this test (errors, or rules"
-                f" harness_fail_on names):\n{lines}"
+                f" harness_fail_on names{why}):\n{lines}"
             )
         check_budget(item, session, settings, lint_sessions(item, session, settings))
         return
@@ -242,6 +253,16 @@ def waived_breaks(session: CaptureSession, breaks: list[Any]) -> list[Any]:
 
 def _fails(finding: Finding) -> bool:
     return finding.severity == "error"
+
+
+def _refuses_recording(finding: Finding, session: CaptureSession) -> bool:
+    """A volatile value in the cached prefix while recording: the cassette would hold bytes the
+    next run cannot send again (`volatile_in_prefix` in harness_capture_config)."""
+    return (
+        finding.rule == "volatile-in-prefix"
+        and session.mode.writes
+        and session.config.volatile_in_prefix == "fail"
+    )
 
 
 def project_rules(settings: RunState) -> tuple[list[Any], Policy]:

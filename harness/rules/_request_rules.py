@@ -8,8 +8,11 @@
 - `no-breakpoint`: an Anthropic or Bedrock prefix over the minimum with no marker and no
   automatic caching; OpenAI's explicit mode with no breakpoint.
 - `ttl-order`: a longer time to live after a shorter one.
-- `volatile-in-prefix`: a timestamp, date, UUID, hex id or temporary path in the part every
-  request repeats (tools, system).
+- `volatile-in-prefix`: a timestamp, date (written out too: "Thursday, 3 December 2026"), UUID,
+  hex id or temporary path in the part every request repeats: the tools, and every place a
+  provider takes a system prompt (Anthropic's and Bedrock's `system`, Gemini's
+  `systemInstruction`, Chat Completions' and Responses' leading system and developer messages,
+  Responses' `instructions`). A user's question in the messages is not the prefix.
 - `vertex-key-order`: Claude on Vertex with `messages` serialised before `system` or `tools`.
 
 Each reads the request's `Analysis` and the rows in force; a rule that needs the model's minimum
@@ -19,10 +22,11 @@ abstains when the model is unknown (`unknown-model` says so once).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from typing import Final
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
 
 from harness._shared._printer import redact
+from harness._shared._views import encode_json
 from harness.drift._hints import volatile_matches
 from harness.providers._anthropic import key_order
 from harness.rules._analysis import Analysis
@@ -201,6 +205,7 @@ _EXAMPLE_CUES: Final = (
     '"default":',
     '"const":',
     '"enum":',
+    "version",  # "API version 2023-06-01", "v2.3.2026": the same every run
 )
 _TEMP_PATH: Final = re.compile(
     r"(?:/tmp/|/var/tmp/|/var/folders/|/private/var/folders/|/private/tmp/)[^\s\"'`<>|,;()\[\]{}\\]*"
@@ -221,8 +226,10 @@ class VolatileInPrefix(Rule):
 
     def check(self, session: Session) -> Iterable[Finding]:
         for analysis in session.analysed():
-            for unit in analysis.layout.stable():
-                text = unit.text.decode("utf-8", "replace")
+            places = [(unit.pointer, unit.text) for unit in analysis.layout.stable()]
+            places += system_messages(analysis.split.view.blocks)
+            for pointer, data in places:
+                text = data.decode("utf-8", "replace")
                 found = [
                     (noun, value)
                     for noun, value in volatile_matches(text, _VOLATILE)
@@ -244,13 +251,31 @@ class VolatileInPrefix(Rule):
                     yield session.finding(
                         self,
                         analysis.request.index,
-                        f'looks like {noun}: "{value[:80]}" at {unit.pointer}, inside the cached'
+                        f'looks like {noun}: "{value[:80]}" at {pointer}, inside the cached'
                         " prefix every request repeats: it changes from run to run and the"
                         " cache with it; move it into the latest message or pin it",
-                        pointer=unit.pointer,
+                        pointer=pointer,
                     )
                 if found:
                     break  # one unit's findings per request: the first place is the one to fix
+
+
+_SYSTEM_ROLES: Final = frozenset({"system", "developer"})
+_CONVERSATIONS: Final = ("input", "messages", "contents")
+
+
+def system_messages(blocks: Mapping[str, Any]) -> list[tuple[str, bytes]]:
+    """`(pointer, JSON)` of the system and developer messages that open a conversation block (a
+    Responses `input`, as pydantic-ai sends its system prompt): a system prompt every request
+    repeats, though the provider counts it with the conversation."""
+    found = []
+    for name in _CONVERSATIONS:
+        items = blocks.get(name)
+        for index, item in enumerate(items if isinstance(items, list) else []):
+            if not isinstance(item, dict) or item.get("role") not in _SYSTEM_ROLES:
+                break
+            found.append((f"/{name}/{index}", encode_json(item)))
+    return found
 
 
 def _example(text: str, value: str) -> bool:

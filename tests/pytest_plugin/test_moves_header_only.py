@@ -16,6 +16,9 @@ import pytest
 
 from tests.support.inner import inner_pytest
 
+# Imported once here: an in-process inner run drops what it imported, and would import it again.
+openai = pytest.importorskip("openai")
+
 CONFTEST = r"""
 import os
 
@@ -103,6 +106,7 @@ def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytes
     return pytester
 
 
+@pytest.mark.slow  # inner pytest runs
 def test_only_waives_just_the_named_move_and_the_rest_of_the_gate_still_judges(
     project: pytest.Pytester,
 ) -> None:
@@ -149,6 +153,7 @@ def test_only_waives_just_the_named_move_and_the_rest_of_the_gate_still_judges(
     assert check.returncode == 0, check.stdout + check.stderr
 
 
+@pytest.mark.slow  # inner pytest runs
 def test_known_moves_waive_a_frameworks_move_in_every_test_and_an_unused_one_is_stale(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
