@@ -11,6 +11,7 @@ import msgspec
 
 from harness._shared._views import CacheView, RequestSplit
 from harness.providers import split_request
+from harness.providers._endpoints import non_cache_endpoint
 from harness.providers._opaque import opaque_split, prompt_like
 
 
@@ -41,6 +42,12 @@ class Captured:
         return urlsplit(self.url).netloc
 
     @property
+    def non_cache(self) -> str | None:
+        """What this request's endpoint does when it caches nothing ("token counting"): such a
+        request is no turn of a conversation (`harness.providers._endpoints`)."""
+        return non_cache_endpoint(self.method, self.url)
+
+    @property
     def provider(self) -> str | None:
         return None if self.split is None else self.split.provider
 
@@ -59,9 +66,10 @@ class Captured:
 def split_exchange(
     method: str, url: str, headers: Sequence[tuple[str, str]], body: bytes
 ) -> RequestSplit | None:
-    """The cache split of a POST as sent (None for another method or no body): its provider's,
-    or, when no provider claims it, the whole body as opaque bytes (`_opaque`), still gated."""
-    if method.upper() != "POST" or not body:
+    """The cache split of a POST as sent (None for another method, no body, or an endpoint that
+    caches nothing: token counting, files...): its provider's, or, when no provider claims it,
+    the whole body as opaque bytes (`_opaque`), still gated."""
+    if method.upper() != "POST" or not body or non_cache_endpoint(method, url) is not None:
         return None
     try:
         decoded = msgspec.json.decode(body)

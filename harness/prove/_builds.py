@@ -22,6 +22,7 @@ import asyncio
 import importlib
 import inspect
 import threading
+from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
@@ -193,7 +194,25 @@ def observed_of(
     captured: Callable[[], list[CacheView]] | None = None,
     notes: list[str] | None = None,
 ) -> list[Observed]:
-    """The observations of one build: the requests it sent, else what it returned."""
+    """The observations of one build: the requests it sent, else what it returned. Requests to
+    endpoints that cache nothing (token counting, model listing...) are left out, with a note."""
+    if sent:
+        left_out = Counter(what for item in sent if (what := item.non_cache) is not None)
+        if left_out:
+            if notes is not None:
+                note = (
+                    "requests to endpoints that cache nothing were left out of the comparison: "
+                    + ", ".join(f"{what} {count}" for what, count in sorted(left_out.items()))
+                )
+                if note not in notes:
+                    notes.append(note)
+            sent = [item for item in sent if item.non_cache is None]
+            if not sent:
+                raise NotAHeader(
+                    "build() sent only requests to endpoints that cache nothing ("
+                    + ", ".join(sorted(left_out))
+                    + "): send the request the model answers, or return its header"
+                )
     if sent:
         if result is not None and notes is not None:
             note = (

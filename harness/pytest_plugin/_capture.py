@@ -393,13 +393,17 @@ def finish(item: pytest.Item, session: CaptureSession, settings: RunState, *, pa
 def record_chain(item: pytest.Item, session: CaptureSession, *, moved: int) -> None:
     """Tell the controller what the gate saw in this test (plain data, it crosses xdist)."""
     chain = session.prefix_chain()
+    # requests to endpoints that cache nothing (token counting...): listed as such, not as
+    # requests no provider recognised
+    left_out = Counter(what for r in session.requests if (what := r.non_cache) is not None)
     send(
         item,
         PROP_CHAIN,
         {
             "seen": dict(chain.seen),
             "judged": dict(chain.judged),
-            "unrecognised": chain.unrecognised,
+            "unrecognised": max(chain.unrecognised - sum(left_out.values()), 0),
+            "non_cache": dict(left_out),
             "proofs": session.proving_calls,
             "moved": moved,
             "exempt": session.moves_header
@@ -419,6 +423,7 @@ def take_chain(settings: RunState, nodeid: str, value: dict[str, Any]) -> None:
     settings.chain_seen.update(Counter(value.get("seen", {})))
     settings.chain_judged.update(Counter(value.get("judged", {})))
     settings.chain_unrecognised += int(value.get("unrecognised", 0))
+    settings.chain_non_cache.update(Counter(value.get("non_cache", {})))
     settings.chain_proofs += int(value.get("proofs", 0))
     if value.get("exempt") is not None and not value.get("moved"):
         settings.stale.add(nodeid)

@@ -54,6 +54,7 @@ class RunState:
     chain_seen: Counter[str] = field(default_factory=Counter)  # provider requests, by provider
     chain_judged: Counter[str] = field(default_factory=Counter)  # of those, judged
     chain_unrecognised: int = 0  # captured requests no provider claimed
+    chain_non_cache: Counter[str] = field(default_factory=Counter)  # token counting... by what
     chain_proofs: int = 0  # prove_stable calls captured (their requests are judged by the proof)
     stale: set[str] = field(default_factory=set)  # moves_header tests whose header did not move
     known_moves: dict[str, bool] = field(default_factory=dict)  # known_moves reason -> used

@@ -102,6 +102,13 @@ def chain_lines(settings: RunState) -> list[str]:
     )
     if settings.chain_unrecognised:
         line += f"; {settings.chain_unrecognised} other request(s) not checked"
+    left_out = settings.chain_non_cache
+    if left_out:
+        kinds = ", ".join(f"{what} {count}" for what, count in sorted(left_out.items()))
+        line += (
+            f"; {sum(left_out.values())} request(s) to endpoints that cache nothing, left out"
+            f" ({kinds})"
+        )
     if settings.chain_proofs:
         # A proof's requests are judged by prove_stable (every order against the first), not by
         # the gate: without this, a run of proofs only read "requests per provider: none".
