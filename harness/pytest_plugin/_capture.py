@@ -21,7 +21,6 @@ from __future__ import annotations
 import functools
 import sysconfig
 import warnings
-from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
@@ -33,12 +32,10 @@ from _pytest._code.code import ReprExceptionInfo, ReprFileLocation, ReprTracebac
 from harness._shared._ci import writes_allowed
 from harness._shared._errors import CaptureError, CassetteMismatch, FixtureError, HarnessError
 from harness.pytest_plugin._api import (
-    PROP_CHAIN,
     PROP_EMPTY,
     PROP_FINDINGS,
     PROP_USED,
     fail,
-    moves_header_only,
     moves_header_reason,
     queue_drift,
     queue_write,
@@ -46,6 +43,7 @@ from harness.pytest_plugin._api import (
     shown,
 )
 from harness.pytest_plugin._budget import check_budget, cost_delta
+from harness.pytest_plugin._chain import marker_waivers, record_chain, waived_breaks
 from harness.pytest_plugin._state import RunState
 
 if TYPE_CHECKING:  # the capture package is imported when a test first uses it, not at startup
@@ -63,11 +61,9 @@ __all__ = [
     "intercepting",
     "lint_sessions",
     "no_requests",
-    "record_chain",
     "rule_findings",
     "rules_for",
     "session_for",
-    "take_chain",
 ]
 
 MARKER = "header_capture"
@@ -105,18 +101,6 @@ def session_for(
     send(item, PROP_USED, str(session.cassette))
     item.stash[SESSION] = session
     return session
-
-
-def marker_waivers(item: pytest.Item, session: CaptureSession) -> list[Any]:
-    """`moves_header(reason=..., only=...)`: a waiver of just that move, and no whole-test
-    exemption (`harness.capture._waivers`)."""
-    from harness.capture._waivers import waiver
-
-    only = moves_header_only(item)
-    if session.moves_header is None or only is None:
-        return []
-    reason, session.moves_header = session.moves_header, None
-    return [waiver(reason, only, source=f"@pytest.mark.moves_header on {item.nodeid}")]
 
 
 @contextmanager
@@ -236,19 +220,6 @@ def gate(item: pytest.Item, session: CaptureSession, settings: RunState) -> None
         ' @pytest.mark.moves_header(reason="...") if the move is deliberate; nothing is'
         f" written){f'; cost: {cost}' if cost else ''}\n\n{text}"
     )
-
-
-def waived_breaks(session: CaptureSession, breaks: list[Any]) -> list[Any]:
-    """The breaks no waiver waives (`moves_header(only=...)`, `known_moves`); the waived ones
-    stay on the session, as notes and as the exemption its cassette records."""
-    from harness.capture._waivers import waive
-
-    kept, session.waived = waive(breaks, session.waivers)
-    session.notes.extend(
-        f"expected header move ({found.reason}): {item.to_text().splitlines()[0]}"
-        for item, found in session.waived
-    )
-    return kept
 
 
 def _fails(finding: Finding) -> bool:
@@ -388,49 +359,6 @@ def finish(item: pytest.Item, session: CaptureSession, settings: RunState, *, pa
     record_chain(item, session, moved=moved)
     if passed:
         queue_write(item, finished.files)
-
-
-def record_chain(item: pytest.Item, session: CaptureSession, *, moved: int) -> None:
-    """Tell the controller what the gate saw in this test (plain data, it crosses xdist)."""
-    chain = session.prefix_chain()
-    # requests to endpoints that cache nothing (token counting...): listed as such, not as
-    # requests no provider recognised
-    left_out = Counter(what for r in session.requests if (what := r.non_cache) is not None)
-    send(
-        item,
-        PROP_CHAIN,
-        {
-            "seen": dict(chain.seen),
-            "judged": dict(chain.judged),
-            "unrecognised": max(chain.unrecognised - sum(left_out.values()), 0),
-            "non_cache": dict(left_out),
-            "proofs": session.proving_calls,
-            "moved": moved,
-            "exempt": session.moves_header
-            if session.moves_header is not None
-            else next(
-                (w.reason for w in session.waivers if not w.source.endswith("known_moves")), None
-            ),
-            "known": [w.reason for w in session.config.known_moves],
-            "known_used": [w.reason for _, w in session.waived if w.source.endswith("known_moves")],
-        },
-    )
-
-
-def take_chain(settings: RunState, nodeid: str, value: dict[str, Any]) -> None:
-    """The controller's side of `record_chain`."""
-    settings.chain_tests += 1
-    settings.chain_seen.update(Counter(value.get("seen", {})))
-    settings.chain_judged.update(Counter(value.get("judged", {})))
-    settings.chain_unrecognised += int(value.get("unrecognised", 0))
-    settings.chain_non_cache.update(Counter(value.get("non_cache", {})))
-    settings.chain_proofs += int(value.get("proofs", 0))
-    if value.get("exempt") is not None and not value.get("moved"):
-        settings.stale.add(nodeid)
-    for reason in value.get("known", ()):
-        settings.known_moves.setdefault(str(reason), False)
-    for reason in value.get("known_used", ()):
-        settings.known_moves[str(reason)] = True
 
 
 @functools.cache

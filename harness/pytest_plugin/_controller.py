@@ -35,7 +35,7 @@ from harness.pytest_plugin._api import (
     PROP_USED,
     PROP_WRITE,
 )
-from harness.pytest_plugin._capture import take_chain
+from harness.pytest_plugin._chain import take_chain
 from harness.pytest_plugin._state import RunState
 from harness.pytest_plugin._unused import collectable
 

@@ -141,7 +141,8 @@ def test_agent():
     client = openai.OpenAI(api_key="sk-test-not-a-key")
     client.models.list()
     for turn in ("Hi", "More"):
-        client.post("/responses/input_tokens", body={"model": "gpt-5", "input": turn}, cast_to=object)
+        body = {"model": "gpt-5", "input": turn}
+        client.post("/responses/input_tokens", body=body, cast_to=object)
         client.responses.create(model="gpt-5", input=turn)
 """
 
