@@ -83,6 +83,7 @@ __all__ = [
 U = TypeVar("U")
 
 DEFAULT_PERMUTATIONS = 8
+CAUSE_BUDGET = 3  # the budget of a run that looks for the cause, in natural budgets
 
 
 def orders_of(units: Sequence[U], count: int, seed: int) -> list[list[U]]:
@@ -144,6 +145,7 @@ class _Proof(Generic[U]):
     captured: Callable[[], list[CacheView]] | None
     notes: list[str]
     budget_s: float = DEFAULT_BUDGET_S  # set from the natural run's time
+    finding: bool = False  # re-running for the cause: the budget stays as the search set it
 
     def order_of(self, plan: RunPlan) -> list[U]:
         if plan.mode_of(UNITS) is Mode.BACKWARD:
@@ -165,7 +167,7 @@ class _Proof(Generic[U]):
                     perturbed(plan, self.budget_s) as journal,
                 ):
                     result = call_build(self.function, *args)
-            if plan.mode is Mode.NATURAL and not plan.overrides:
+            if plan.mode is Mode.NATURAL and not plan.overrides and not self.finding:
                 self.budget_s = budget_after(time.monotonic() - started)
             return observed_of(
                 result, None if sent is None else list(sent), self.captured, self.notes
@@ -312,7 +314,13 @@ def _name_the_cause(drift: HeaderDrift, plan: RunPlan, runs: _Proof[Any], with_u
         source for source in SOURCES if source != LOAD_SCHEDULE and (with_units or source != UNITS)
     ]
     orders = (runs.names[0], runs.names[plan.index])
-    cause = find_cause(plan, differs, in_play=in_play, orders=orders)
+    # On a loaded machine held-back work may be let go before its turn: the search gives every
+    # run three times the budget, and judges each source on several pairs (`find_cause`).
+    budget, runs.budget_s, runs.finding = runs.budget_s, runs.budget_s * CAUSE_BUDGET, True
+    try:
+        cause = find_cause(plan, differs, in_play=in_play, orders=orders)
+    finally:
+        runs.budget_s, runs.finding = budget, False
     drift.seed = plan.seed
     if with_units:
         drift.orders = (tuple(runs.names[0]), tuple(runs.names[plan.index]))
