@@ -169,6 +169,7 @@ def _patched(module: Any, original: Any) -> Any:
         session, config = current
         host = url.host if url.port is None else f"{url.host}:{url.port}"
         if not config.captures(host):
+            session.hosts_passed.add(host)  # named if the test then captured nothing
             return transport
         return capture_transport(session, module, upstream=transport)
 

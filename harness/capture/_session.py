@@ -139,6 +139,7 @@ class CaptureSession:
         self._boundaries: list[int] = []
         self._proofs: list[ProofState] = []
         self.hosts_seen: set[str] = set()  # every request's host, prove_stable builds' too
+        self.hosts_passed: set[str] = set()  # hosts its clients reached that it does not capture
         self._open: list[Recording] = []  # forwarded answers still streaming
         self._default_upstreams: dict[tuple[str, bool], object] = {}
         given: str | None = None

@@ -151,15 +151,20 @@ def cmd_check(args: argparse.Namespace) -> int:
                 if failed
                 else f"{len(checks)} scenarios, no drift"
             )
-        if audits:
+        costly = [finding for finding in found if finding.severity != "info"]
+        if audits:  # "no finding" only when the cache rules found nothing either
             parts.append(
                 f"{len(broken)} of {len(audits)} cassettes with findings"
                 if broken
+                else f"{len(audits)} cassettes, no prefix break or redaction problem"
+                if costly
                 else f"{len(audits)} cassettes, no finding"
             )
-        costly = [finding for finding in found if finding.severity != "info"]
         if costly:
-            parts.append(f"{len(costly)} rule finding(s), {len(errors)} error(s)")
+            parts.append(
+                f"cache rules: {len(costly)} finding(s), {len(errors)} error(s)"
+                f" and {len(costly) - len(errors)} warning(s)"
+            )
         out(f"\nharness check: {'; '.join(parts)}")
     return EXIT_DRIFT if failed or broken or errors else EXIT_OK
 

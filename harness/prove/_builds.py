@@ -159,8 +159,9 @@ def observe(value: Any) -> Observed:
                 " client"
             )
         return Observed(raw if raw is not None else _ENCODE(body), lambda: _view_of_body(body), raw)
-    if isinstance(value, list | tuple) and all(_is_tool(item) for item in value):
-        return Observed(_ENCODE(value), lambda: (view_of_tools(value), None))
+    if isinstance(value, list | tuple) and value and all(_is_tool(item) for item in value):
+        tools = [_tool_schema(item) for item in value]
+        return Observed(_ENCODE(tools), lambda: (view_of_tools(tools), None))
     raise NotAHeader(
         f"build() returned {type(value).__name__}; return a Header, Request, CacheView, request"
         " body (dict, str or bytes), a tool list, or None after sending through a capture session"
@@ -178,6 +179,43 @@ def _is_tool(item: Any) -> bool:
     if isinstance(item, Mapping):
         return "name" in item or "function" in item or "functionDeclarations" in item
     return isinstance(getattr(item, "name", None), str)
+
+
+# A framework's tool object as the schema it sends: (attribute of the parameters, the name the
+# schema gives them). openai-agents' FunctionTool, pydantic-ai's ToolDefinition, MCP's Tool.
+_TOOL_PARAMETERS: Final = (
+    ("params_json_schema", "parameters"),
+    ("parameters_json_schema", "parameters"),
+    ("inputSchema", "input_schema"),
+    ("input_schema", "input_schema"),
+    ("parameters", "parameters"),
+)
+
+
+def _tool_schema(item: Any) -> Any:
+    """A returned tool as a JSON schema: a dict as it is; a framework's tool object as its name,
+    description and parameters; anything else refused in one line naming what to return."""
+    if isinstance(item, Mapping):
+        return dict(item)
+    for attribute, key in _TOOL_PARAMETERS:
+        parameters = getattr(item, attribute, None)
+        if isinstance(parameters, Mapping):
+            schema: dict[str, Any] = {"name": item.name}
+            description = getattr(item, "description", None)
+            if isinstance(description, str):
+                schema["description"] = description
+            schema[key] = dict(parameters)
+            return schema
+    dump = getattr(item, "model_dump", None)
+    if callable(dump):
+        dumped = dump(mode="json", exclude_none=True)
+        if isinstance(dumped, Mapping):
+            return dict(dumped)
+    raise NotAHeader(
+        f"build() returned a tool list holding {type(item).__name__} objects, whose schema the"
+        " harness cannot read: return the tools' JSON schemas (dicts with name, description and"
+        " parameters), the request body, or send the request through header_capture's client"
+    )
 
 
 def _clip(raw: bytes) -> str:

@@ -142,10 +142,19 @@ def no_requests(item: pytest.Item, session: CaptureSession, settings: RunState) 
     if policy == "auto":
         policy = "fail" if settings.mode == RecordMode.CHECK else "warn"
     send(item, PROP_EMPTY, policy)
+    passed = sorted(session.hosts_passed)
+    where = (
+        f"its requests went to {', '.join(passed[:5])}, which the capture does not capture: add"
+        ' the host to harness_capture_config\'s hosts (e.g. {"hosts": ["' + passed[0] + '"]})'
+        if passed
+        else "no request reached a host the capture captures (the providers' hosts, and"
+        " harness_capture_config's hosts and local_hosts: a base_url on another host needs it"
+        " in hosts)"
+    )
     text = (
-        f"harness: the test is marked {MARKER} but captured no request: its agent reached no"
-        " provider through a client the capture sees, so nothing was recorded or gated (set"
-        ' no_requests="ignore" in harness_capture_config, or the marker, if that is expected)'
+        f"harness: the test is marked {MARKER} but captured no request: {where}; nothing was"
+        ' recorded or gated (set no_requests="ignore" in harness_capture_config, or the marker,'
+        " if that is expected)"
     )
     if policy == "fail":
         fail(text)

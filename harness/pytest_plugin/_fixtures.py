@@ -121,6 +121,15 @@ def prove_stable(request: pytest.FixtureRequest, header_capture: Any) -> Callabl
         except HeaderDrift as drift:
             report_drift(item, drift, seed)
             raise
+        except Exception as error:
+            if item.get_closest_marker(MARKER) is None and _reached_for_the_network(error):
+                error.add_note(
+                    "harness: this test is not marked @pytest.mark.header_capture, so the"
+                    " clients the build makes were not captured and went to the network; mark"
+                    " it, and record once (pytest --harness-mode=record, against the API or a"
+                    " harness_upstream stand-in)"
+                )
+            raise
         except HarnessError as error:  # a build that returned no header, a bad argument...
             if isinstance(error, AssertionError):
                 raise
@@ -128,6 +137,20 @@ def prove_stable(request: pytest.FixtureRequest, header_capture: Any) -> Callabl
             fail(f"harness: {error}{notes}")
 
     return prove
+
+
+def _reached_for_the_network(error: BaseException) -> bool:
+    """Whether `error` (or what caused it) is a failed connection: an SDK's connection error,
+    httpx's ConnectError, a refused socket or an unknown host."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        name = type(current).__name__
+        if isinstance(current, OSError) or "Connect" in name or "Connection" in name:
+            return True
+        current = current.__cause__ or current.__context__
+    return False
 
 
 @pytest.fixture

@@ -33,7 +33,11 @@ def test_check_fails_on_a_rule_error(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert code == 1
     assert "cache rules (1 finding(s)):" in out
     assert f"{bad}: request 0: error too-many-breakpoints: 5 breakpoints, at most 4" in out
-    assert out.rstrip().endswith("2 cassettes, no finding; 1 rule finding(s), 1 error(s)")
+    assert out.rstrip().endswith(
+        "2 cassettes, no prefix break or redaction problem;"
+        " cache rules: 1 finding(s), 1 error(s) and 0 warning(s)"
+    )
+    assert "no finding;" not in out  # issue 34: never "no finding" beside rule findings
 
 
 def test_check_passes_on_a_warning_unless_it_fails_on_it(
