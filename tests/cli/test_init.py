@@ -274,13 +274,13 @@ def test_the_agent_greets():
 def uncomment_stand_in(conftest: Path) -> None:
     """What the conftest's comment asks for: the stand-in uncommented, harness_upstream using it."""
     lines = conftest.read_text().splitlines()
-    start = lines.index("# import httpx2")
+    start = lines.index("# from harness.upstream import StandIn, text")
     end = next(i for i in range(start, len(lines)) if not lines[i].startswith("#"))
     lines[start:end] = [line[2:] if line.startswith("# ") else "" for line in lines[start:end]]
     text = "\n".join(lines) + "\n"
-    stand_in = "    return None  # or: return httpx2.MockTransport(stand_in)"
+    stand_in = "    return None  # or: return stand_in()"
     assert stand_in in text
-    conftest.write_text(text.replace(stand_in, "    return httpx2.MockTransport(stand_in)"))
+    conftest.write_text(text.replace(stand_in, "    return stand_in()"))
 
 
 def harness_command() -> list[str]:

@@ -28,9 +28,17 @@ from harness._shared._distribution import install_command
 from harness._shared._errors import FixtureError, WriteRefused
 from harness._shared._files import write_atomic
 from harness._shared._paths import refuse_case_twin
+from harness.cli.init._detect import EntryPoint, Sdk, detect_sdks, find_entry_point
 from harness.cli.init._existing import FIXTURES, Defined, defined_fixtures
 from harness.cli.init._pytest_config import PytestConfig, find_pytest_config, settings_lines
-from harness.cli.init._templates import PROOF, PROOF_NAME, conftest, pytest_ini
+from harness.cli.init._templates import (
+    PROOF,
+    PROOF_NAME,
+    agent_conftest,
+    agent_proof,
+    conftest,
+    pytest_ini,
+)
 
 __all__ = ["HELP", "InitPlan", "add_arguments", "init_project", "plan_init"]
 
@@ -64,6 +72,8 @@ class InitPlan:
     existing_config: PytestConfig | None
     proof: Path
     left_alone: tuple[Defined, ...] = ()
+    sdks: tuple[Sdk, ...] = ()
+    entry: EntryPoint | None = None
 
 
 def plan_init(project: Path, tests: str = "tests") -> InitPlan:
@@ -76,14 +86,17 @@ def plan_init(project: Path, tests: str = "tests") -> InitPlan:
     if Path(tests).is_absolute() or ".." in Path(tests).parts:
         raise FixtureError(tests, "is not a folder inside the project", "pass --tests tests/...")
     config = find_pytest_config(project)
+    sdks = detect_sdks(project)
+    entry, under_src = find_entry_point(project, sdks) if sdks else (None, False)
     files: list[tuple[Path, str]] = []
     if config is None:
-        files.append((project / "pytest.ini", pytest_ini()))
+        files.append((project / "pytest.ini", pytest_ini(src=under_src)))
     defined = tuple(defined_fixtures(project, folder, config))
     names = frozenset(item.name for item in defined)
     if names != frozenset(FIXTURES):
-        files.append((folder / "conftest.py", conftest(names)))
-    files.append((folder / PROOF_NAME, PROOF))
+        text = agent_conftest(sdks, names) if sdks else conftest(names)
+        files.append((folder / "conftest.py", text))
+    files.append((folder / PROOF_NAME, agent_proof(entry) if entry is not None else PROOF))
     for path, _ in files:
         if os.path.lexists(path):
             raise FixtureError(
@@ -93,7 +106,8 @@ def plan_init(project: Path, tests: str = "tests") -> InitPlan:
                 "harness init --tests tests/prompt_cache",
             )
         refuse_case_twin(path)
-    return InitPlan(project, tuple(files), config, folder / PROOF_NAME, defined)
+    proof = folder / PROOF_NAME
+    return InitPlan(project, tuple(files), config, proof, defined, tuple(sdks), entry)
 
 
 def init_project(
@@ -108,6 +122,23 @@ def init_project(
         )
     out(f"harness init: {project.resolve()}{' (dry run: nothing is written)' if dry_run else ''}")
     _explain_config(plan, out)
+    if plan.sdks:
+        out(
+            "SDKs found: "
+            + ", ".join(sdk.name for sdk in plan.sdks)
+            + "; harness_upstream answers them from harness.upstream.StandIn"
+        )
+    if plan.entry is not None:
+        out(
+            f"agent entry point: {plan.entry.module}.{plan.entry.function}"
+            f" ({plan.entry.source}); the proof runs one turn of it"
+        )
+    elif plan.sdks:
+        out(
+            "agent entry point: none found (a module-level function named one_turn, run_agent,"
+            " ask, chat... in a module that imports an SDK); the proof is an example to point at"
+            " your agent"
+        )
     for item in plan.left_alone:
         out(
             f"left alone: {item.describe()}; harness init writes no {item.name} that would"
@@ -129,7 +160,13 @@ def init_project(
     where = "" if here else f" {shlex.quote(str(project))}"
     proof = shlex.quote(str(plan.proof))
     out("\nnext:")
-    out(f"  pytest {proof}  # passes on the example; then point build_request at your agent")
+    if plan.entry is not None:
+        out(
+            f"  pytest --harness-mode=record {proof}  # one turn of your agent, answered by the"
+            " stand-in, recorded into fixtures/cassettes/"
+        )
+    else:
+        out(f"  pytest {proof}  # passes on the example; then point build_request at your agent")
     out(
         f"  pytest --harness-mode=record{where}  # record the tests you mark"
         " @pytest.mark.header_capture into fixtures/cassettes/"

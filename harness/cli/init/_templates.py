@@ -9,24 +9,34 @@ their agent. Deleting the sort makes it fail: the example shows the fix, not a t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Final
 
 from harness._shared._distribution import DISTRIBUTION
+from harness.cli.init._detect import EntryPoint, Sdk
 from harness.cli.init._pytest_config import settings_lines
 
-__all__ = ["CONFTEST", "PROOF", "PROOF_NAME", "conftest", "pytest_ini"]
+__all__ = [
+    "CONFTEST",
+    "PROOF",
+    "PROOF_NAME",
+    "agent_conftest",
+    "agent_proof",
+    "conftest",
+    "pytest_ini",
+]
 
 PROOF_NAME: Final = "test_prompt_cache.py"
 
 
-def pytest_ini() -> str:
+def pytest_ini(src: bool = False) -> str:
     """A `pytest.ini` for a project that has no pytest configuration yet."""
     lines = [
         f"# Written by `harness init` ({DISTRIBUTION}). Its folder is pytest's rootdir, so the",
         "# harness's recordings land in the same fixtures/ wherever pytest is started.",
         "[pytest]",
         "# the project's own modules importable from tests (from my_agent import build_request)",
-        "pythonpath = .",
+        "pythonpath = . src" if src else "pythonpath = .",
         *settings_lines("ini"),
     ]
     return "\n".join(lines) + "\n"
@@ -51,34 +61,23 @@ from typing import Any
 import pytest
 
 # To record without an API key, answer from a stand-in: uncomment this, and return
-# httpx2.MockTransport(stand_in) from harness_upstream (httpx2 comes with the anthropic and
-# openai SDKs, or with {DISTRIBUTION}[capture]). An OpenAI project answers in its own shape.
+# stand_in() from harness_upstream. harness.upstream.StandIn answers Anthropic, OpenAI (chat and
+# Responses), Gemini and Bedrock Converse in each one's own shape, streamed when asked, from a
+# script of turns: text("..."), tool_call("get_weather", {{"city": "Paris"}}).
 #
-# import httpx2
+# from harness.upstream import StandIn, text
 #
 #
-# def stand_in(request: httpx2.Request) -> httpx2.Response:
-#     """An Anthropic Messages API answer to any request."""
-#     return httpx2.Response(
-#         200,
-#         json={{
-#             "id": "msg_stand_in",
-#             "type": "message",
-#             "role": "assistant",
-#             "model": "claude-sonnet-4-5",
-#             "content": [{{"type": "text", "text": "Hello from the stand-in."}}],
-#             "stop_reason": "end_turn",
-#             "stop_sequence": None,
-#             "usage": {{"input_tokens": 12, "output_tokens": 6}},
-#         }},
-#     )
+# def stand_in() -> StandIn:
+#     """Every request is answered with this text."""
+#     return StandIn([text("Hello from the stand-in.")])
 
 
 @pytest.fixture
 def harness_upstream() -> Any:
     """Where `pytest --harness-mode=record` sends the captured requests. None: the provider's
     API, with the key the SDK reads (ANTHROPIC_API_KEY, OPENAI_API_KEY)."""
-    return None  # or: return httpx2.MockTransport(stand_in)
+    return None  # or: return stand_in()
 
 
 @pytest.fixture
@@ -179,4 +178,80 @@ async def build_request() -> dict[str, Any]:
 
 def test_tool_order_is_stable(prove_stable: Any) -> None:
     prove_stable(build_request)
+'''
+
+
+def agent_conftest(sdks: Sequence[Sdk], left_alone: frozenset[str] = frozenset()) -> str:
+    """The conftest for a project whose SDKs init found: `harness_upstream` answers from
+    `harness.upstream.StandIn` (no API key needed to record), and each SDK's client finds a fake
+    key (a real one, when set, wins)."""
+    names = ", ".join(sdk.name for sdk in sdks)
+    keys = sorted({sdk.key for sdk in sdks if sdk.key})
+    head = CONFTEST.split(_STAND_IN)[0].replace(
+        "from typing import Any", "import os\nfrom typing import Any"
+    )
+    parts = [head.rstrip("\n") + "\n\nfrom harness.upstream import StandIn, text\n"]
+    if keys:
+        parts.append(
+            "\n# Fake keys for the stand-in (a key set in the environment wins; to record against"
+            " the\n# real API, return None from harness_upstream).\n"
+        )
+        parts += [f'os.environ.setdefault("{key}", "sk-test-not-a-key")\n' for key in keys]
+    if "harness_upstream" not in left_alone:
+        parts.append(
+            f"""
+
+@pytest.fixture
+def harness_upstream() -> Any:
+    \"\"\"Where `pytest --harness-mode=record` sends the captured requests: a stand-in for the
+    providers this project's SDKs reach ({names}), in each one's own shape. Script it
+    turn by turn (from harness.upstream import tool_call): tool_call("get_weather",
+    {{"city": "Paris"}}), then text("Sunny in Paris."); return None to record against the
+    real API.\"\"\"
+    return StandIn([text("Hello from the stand-in.")])
+"""
+        )
+    if "harness_capture_config" not in left_alone:
+        parts.append("\n\n" + _CONFIG + CONFTEST.split(_CONFIG, 1)[1])
+    return "".join(parts).rstrip("\n") + "\n"
+
+
+def agent_proof(point: EntryPoint) -> str:
+    """The proof of the project's own agent: its entry point, run as one turn under
+    `prove_stable`, its requests captured and answered by the stand-in."""
+    argument = '"What can you do?"' if point.prompt else ""
+    call = f"{point.function}({argument})"
+    run = f"asyncio.run({call})" if point.asynchronous else call
+    imports = "import asyncio\n" if point.asynchronous else ""
+    return f'''"""The proof that this project's agent keeps its request bytes, tool order first
+(written by `harness init`, for {point.module}.{point.function} in {point.source.name}).
+
+Provider prompt caches match the request prefix byte for byte, tools first, then the system
+prompt. `prove_stable` runs one turn of the agent several times (`--harness-shuffle`, default
+8) under perturbed orders of its own sources of order (asyncio completion, thread pools, folder
+listings, entry points) and judges the requests it sent: different bytes fail the test with the
+cause, the drift report and the command that reproduces it. `hash_seeds` adds one child process
+per PYTHONHASHSEED, for tools gathered in a set.
+
+Record once (`pytest --harness-mode=record`: the stand-in in conftest.py answers, no API key
+needed), commit fixtures/, and the proof replays offline ever after.
+"""
+
+from __future__ import annotations
+
+{imports}from typing import Any
+
+import pytest
+
+from {point.module} import {point.function}
+
+
+def one_turn() -> Any:
+    """One turn of the agent: every request it sends is captured and judged."""
+    return {run}
+
+
+@pytest.mark.header_capture
+def test_agent_requests_are_stable(prove_stable: Any) -> None:
+    prove_stable(one_turn, hash_seeds=2)
 '''
