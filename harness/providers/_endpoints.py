@@ -3,7 +3,7 @@
 Beside their prompt endpoints, the providers answer calls that are not a conversation turn:
 counting a request's tokens (Anthropic's `/v1/messages/count_tokens`, OpenAI's
 `/responses/input_tokens`, Gemini's `:countTokens`, Bedrock's `/count-tokens`), listing models,
-files, batches, embeddings. A framework may send one before every request (CrewAI counts the
+files, batches. A framework may send one before every request (CrewAI counts the
 Responses input first); judged as a prompt, it is an opaque body that "changes", and the gate
 and `prove_stable` would name it instead of the block that moved. A request to one of these is
 recognised here, left out of the gate and of the proof's comparison, and listed as what it is.
@@ -35,7 +35,7 @@ FORMAT: Final = 1
 class NonCacheRow(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """An endpoint that caches nothing: what it does, where, and where that is said."""
 
-    what: str  # "token counting", "model listing", "files", "batches", "embeddings"
+    what: str  # "token counting", "model listing", "files", "batches"
     provider: str  # a harness provider name, or "any"
     methods: tuple[str, ...]
     paths: tuple[str, ...]

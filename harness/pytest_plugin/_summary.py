@@ -116,19 +116,28 @@ def chain_lines(settings: RunState) -> list[str]:
     return [line]
 
 
+def _toy(finding: dict[str, Any]) -> bool:
+    return finding.get("severity") == "info" and finding.get("rule") == "below-minimum"
+
+
 def rules_lines(settings: RunState) -> list[str]:
-    """The cache rules' findings over the run: a count, then one line each (an `info`, such as
-    a toy request under the minimum, is counted, not listed: `harness lint` lists them)."""
+    """The cache rules' findings over the run: a count, then one line each (a `below-minimum`
+    info, a toy request under the minimum, is counted, not listed: `harness lint` lists them)."""
     count = Counter(str(f.get("severity")) for f in settings.findings)
-    found = [f for f in settings.findings if f.get("severity") != "info"]
+    found = [f for f in settings.findings if not _toy(f)]
     if not settings.findings:
         return []
     head = (
         f"cache rules: {len(settings.findings)} finding(s) ({count['error']} error(s),"
         f" {count['warning']} warning(s), {count['info']} info)"
     )
+    toys = len(settings.findings) - len(found)
+    if toys:
+        head += (
+            f"; {toys} request(s) under the model's minimum not listed (harness lint lists them)"
+        )
     if not found:
-        return [f"{head}; the info is not listed (harness lint lists it)"]
+        return [head]
     lines = [f"{head}:"]
     lines += [
         f"  {f['nodeid']}: request {f['request']}: {f['severity']} {f['rule']}: {f['message']}"

@@ -2,7 +2,7 @@
 
 CrewAI counts a Responses request's tokens (`POST /v1/responses/input_tokens`) before sending it.
 Judged as an opaque body, the count "changed" first, and `prove_stable` said `body_changed` where
-the tools had moved. Token counting, model listing, files, batches and embeddings are data
+the tools had moved. Token counting, model listing, files and batches are data
 (`harness/providers/non_cache.json`, each row with its source and quote): recognised, left out of
 the gate and of the proof's comparison, and listed as what they are.
 """
@@ -44,7 +44,6 @@ NON_CACHE = [
     ("POST", "https://api.openai.com/v1/files", "files"),
     ("POST", "https://api.anthropic.com/v1/messages/batches", "batches"),
     ("POST", "https://api.openai.com/v1/batches", "batches"),
-    ("POST", "https://api.openai.com/v1/embeddings", "embeddings"),
 ]
 PROMPTS = [
     ("POST", "https://api.anthropic.com/v1/messages"),

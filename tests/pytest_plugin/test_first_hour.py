@@ -128,4 +128,6 @@ def test_the_first_hour_stumbles_each_end_in_one_line_saying_what_to_do(
     assert "this test is not marked @pytest.mark.header_capture" in out
     assert "went to 127.0.0.1:" in out and "harness_capture_config's hosts" in out
     assert "info below-minimum" not in out
-    result.stdout.fnmatch_lines(["cache rules: 1 finding(s) (0 error(s), 0 warning(s), 1 info);*"])
+    result.stdout.fnmatch_lines(
+        ["cache rules: 1 finding(s) (0 error(s), 0 warning(s), 1 info); 1 request(s) under*"]
+    )
