@@ -6,7 +6,7 @@ reflection call (`reflect_on_tool_use=True`) drops the tools and `tool_choice`: 
 break the user cannot change, which `known_moves` waives by name while every other move is
 still judged.
 
-Not here, and why (decision 0023): langchain-mcp-adapters needs mcp 1.x (the suite's MCP tests
+Not here, and why (decision 0024): langchain-mcp-adapters needs mcp 1.x (the suite's MCP tests
 use mcp 2.3); Semantic Kernel, CrewAI and Google ADK bring hundreds of megabytes (Azure, WebRTC,
 vector stores, Kubernetes clients) or pin google-genai below the suite's.
 """
