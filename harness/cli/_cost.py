@@ -21,12 +21,12 @@ import msgspec
 
 from harness._shared._errors import UsageError
 from harness._shared._paths import project_fixtures
+from harness.cache._replay import Conversation
 from harness.cli._lint import project_policy
 from harness.cli._output import out
 from harness.cost._cost import cost_of, price_of, totals
 from harness.cost._prices import overlay_prices, project_prices
 from harness.cost._read import conversations_of
-from harness.cost._simulate import Conversation
 from harness.cost._text import breakdown, money, percent
 
 __all__ = ["add_arguments", "cmd_cost", "cmd_report", "prices_in_force", "report_arguments"]

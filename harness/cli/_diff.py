@@ -23,6 +23,7 @@ from harness._shared._errors import FixtureError
 from harness._shared._files import decode, read_checked, with_position
 from harness._shared._views import RequestSplit, prompt_size, view_of_header, view_of_request
 from harness.agent._header import Header, LlmConfig
+from harness.cache._analysis import LintRequest, analyse
 from harness.capture._audit import request_of
 from harness.capture._cassette import CaptureFile, Exchange
 from harness.capture._prefix import conversation_links, prefix_chain
@@ -30,7 +31,6 @@ from harness.drift._compare import compare, compare_values
 from harness.drift._far import FAR
 from harness.drift._report import DriftReport
 from harness.providers import split_request
-from harness.rules._analysis import LintRequest, analyse
 from harness.scenarios._formats import RequestsFile, ToolSchemasPin
 
 __all__ = ["diff_files"]

@@ -24,6 +24,7 @@ import msgspec
 
 from harness._shared._errors import EXIT_DRIFT
 from harness._shared._paths import project_fixtures
+from harness.cache._analysis import analyse
 from harness.capture._cassette import Exchange
 from harness.cli._output import out
 from harness.providers._pack import (
@@ -39,7 +40,6 @@ from harness.providers._pack import (
     overlay,
     rules_pack,
 )
-from harness.rules._analysis import analyse
 from harness.rules._engine import Finding
 from harness.rules._engine import Policy as RulesPolicy
 from harness.rules._inputs import requests_of_exchanges, sessions_of

@@ -22,8 +22,8 @@ from typing import Any
 
 import msgspec
 
+from harness.cache._replay import Conversation, Step
 from harness.cost._prices import Price, price_for
-from harness.cost._simulate import Conversation, Step
 
 __all__ = ["Recorded", "SessionCost", "Totals", "agreement", "cost_of", "request_usd", "totals"]
 

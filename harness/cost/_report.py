@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness._shared._printer import line
+from harness.cache._replay import Conversation
 from harness.cost._cost import SessionCost, cost_of, price_of, request_usd
-from harness.cost._simulate import Conversation, conversations
+from harness.cost._simulate import conversations
 from harness.cost._text import money, percent
 from harness.drift._report import DriftReport
 from harness.rules._engine import Finding, Policy

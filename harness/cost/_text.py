@@ -5,8 +5,8 @@ print ("$0.0123 ($0.0456 without the cache), hit rate 72%: read 12,000, written 
 
 from __future__ import annotations
 
+from harness.cache._replay import Conversation
 from harness.cost._cost import SessionCost
-from harness.cost._simulate import Conversation
 
 __all__ = ["breakdown", "money", "percent"]
 

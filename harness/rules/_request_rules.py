@@ -23,9 +23,9 @@ from collections.abc import Iterable
 from typing import Final
 
 from harness._shared._printer import redact
+from harness.cache._analysis import Analysis
 from harness.drift._hints import volatile_matches
 from harness.providers._anthropic import key_order
-from harness.rules._analysis import Analysis
 from harness.rules._engine import Finding, Rule, Session
 
 __all__ = [

@@ -7,7 +7,7 @@ limit, the TTLs. The result, an `Analysis`, is what every rule reads and what `h
 `harness diff` say of a request ("caches ~5,210 tokens up to /messages/3/content/0 (5m)",
 "nothing is cached: 116 tokens, minimum 4,096 for claude-opus-4-6").
 
-Tokens are estimated (`harness.rules._tokens`): bytes / 4, or scaled by the response's usage
+Tokens are estimated (`harness.cache._tokens`): bytes / 4, or scaled by the response's usage
 when it counted the request's input tokens. When the response says the provider read from or
 wrote to its cache, that is taken as the answer: the rules do not contradict the provider.
 """
@@ -24,6 +24,9 @@ from urllib.parse import unquote, urlsplit
 import msgspec
 
 from harness._shared._views import RequestSplit
+from harness.cache._counters import Counted, count_tokens, counting
+from harness.cache._layout import Layout, Mark, layout
+from harness.cache._tokens import Estimate, estimate
 from harness.providers import CacheUsage, cache_usage, split_request
 from harness.providers._anthropic import ANTHROPIC, surface_of
 from harness.providers._pack import (
@@ -35,9 +38,6 @@ from harness.providers._pack import (
     Ttl,
     rules_pack,
 )
-from harness.rules._counters import Counted, count_tokens, counting
-from harness.rules._layout import Layout, Mark, layout
-from harness.rules._tokens import Estimate, estimate
 
 __all__ = ["Analysis", "LintRequest", "Write", "analyse", "model_of"]
 
