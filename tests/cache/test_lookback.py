@@ -55,6 +55,7 @@ def test_the_conversation_breakpoint_exactly_at_the_lookback_edge_reads(
 ) -> None:
     assert lint(tmp_path, capsys, *agent_turns(20)) == (0, [])
     code, found = lint(tmp_path, capsys, *agent_turns(21))
+    assert code == 0
     assert [(f["rule"], f["request"]) for f in found] == [("lookback-exceeded", 1)]
 
 
