@@ -72,7 +72,8 @@ class LintRequest:
         return self.index + 1
 
     def continues_stored(self) -> bool:
-        return "previous_response_id" in self.body or "conversation" in self.body
+        """Whether the provider's server holds its earlier turns (`RequestSplit.held`)."""
+        return self.split is not None and bool(self.split.held)
 
 
 class Write(NamedTuple):
@@ -128,9 +129,12 @@ class Analysis:
     @property
     def held_elsewhere(self) -> str:
         """What of the prompt the request does not carry: a conversation stored on the server
-        (OpenAI's `previous_response_id`, `conversation`) or Gemini's explicit `cachedContent`;
+        (OpenAI's `previous_response_id`, `conversation`; Anthropic's message thread) or Gemini's
+        explicit `cachedContent`;
         "" when it carries all of it. Its size, and so whether it caches, is not in the request."""
-        if self.request.continues_stored():
+        if self.split.held == "prefix":
+            return "a message thread the server holds"
+        if self.split.held:
             return "a conversation stored on the server"
         if "cachedContent" in self.request.body:
             return "an explicit cachedContent"

@@ -48,7 +48,7 @@ from harness.drift._locate import (
     walk,
 )
 from harness.drift._parts import Around, Quote, Reproduce, Sentence
-from harness.drift._report import DriftReport
+from harness.drift._report import DriftReport, Loss
 from harness.drift._sentences import summary as summary_of
 from harness.drift._settings import names_ttl, setting_level, setting_reason, start_of
 from harness.drift._structured import structured_diff
@@ -78,6 +78,7 @@ def compare(
     label_a: str = "expected",
     label_b: str = "actual",
     caching: str | None = None,
+    loss: Loss | None = None,
 ) -> DriftReport:
     """The drift from `a` (expected) to `b` (actual), as a provider's prompt cache sees it.
 
@@ -155,6 +156,10 @@ def compare(
         invalidated = tuple(order[order.index(block) :])
         kept = first_byte_difference(prompt_a, prompt_b)
     lost = len(prompt_b) - kept
+    tokens_lost = tokens(lost)
+    if loss is not None:
+        lost = loss.bytes if loss.bytes is not None else 0
+        tokens_lost = loss.tokens if loss.tokens is not None else 0
 
     tools = None
     tools_a_value, tools_b_value = doc_a.get("tools", ABSENT), doc_b.get("tools", ABSENT)
@@ -192,6 +197,7 @@ def compare(
         invalidated=invalidated,
         kept_blocks=[key for key in order if key not in invalidated] if invalidated else [],
         at_stake=len(prompt_b),
+        cost=loss.clause() if loss is not None else None,
     )
     return DriftReport(
         identical=False,
@@ -213,7 +219,7 @@ def compare(
         prefix_bytes_kept=kept,
         prefix_bytes_lost=lost,
         tokens_kept=tokens(kept),
-        tokens_lost=tokens(lost),
+        tokens_lost=tokens_lost,
         raw_provenance=provenance,
         raw_reproduce=reproduce,
         raw_hints=hints,

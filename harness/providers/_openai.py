@@ -190,6 +190,7 @@ class OpenAIResponses(Provider):
             if key in body:
                 blocks[key] = body[key]
         view = CacheView(settings=settings, blocks=blocks, provider=OPENAI_RESPONSES)
+        stored = "previous_response_id" in body or "conversation" in body
         return RequestSplit(
             OPENAI_RESPONSES,
             view,
@@ -197,6 +198,7 @@ class OpenAIResponses(Provider):
             "exact-prefix",
             markers=MARKERS,
             bookkeeping=bookkeeping,
+            held="conversation" if stored else "",
         )
 
     def usage(self, response: Any) -> CacheUsage | None:
