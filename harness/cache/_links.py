@@ -45,7 +45,7 @@ from harness.providers import split_request
 from harness.providers._opaque import BODY
 from harness.providers._registry import provider_named
 
-__all__ = ["CONVERSATION_BLOCKS", "Link", "conversation_of", "links", "walk"]
+__all__ = ["CONVERSATION_BLOCKS", "Link", "as_split", "conversation_of", "link_of", "links", "walk"]
 
 # The block that holds the conversation, in each provider's vocabulary.
 CONVERSATION_BLOCKS: Final = ("messages", "input", "contents")
@@ -88,7 +88,7 @@ def walk(items: Sequence[Any]) -> Iterator[tuple[Link | None, Link | None]]:
     threads: dict[tuple[str, bytes | None], Link] = {}
     singles: dict[str, list[Link]] = {}  # one-message requests, per endpoint, latest last
     for position, item in enumerate(items, start=1):
-        link = _link(item, position)
+        link = link_of(item, position)
         if link is None:
             yield None, None
             continue
@@ -141,7 +141,8 @@ def as_split(item: Any) -> RequestSplit | None:
     raise TypeError(f"cannot check the prefix of a {type(item).__name__}")
 
 
-def _link(item: Any, position: int) -> Link | None:
+def link_of(item: Any, position: int) -> Link | None:
+    """An item as a link (`position`: its 1-based place), None when no provider claims it."""
     split = as_split(item)
     if split is None:
         return None

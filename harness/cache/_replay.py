@@ -34,7 +34,7 @@ the ratio of those that recorded usage (calibration), a token counter, else byte
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 from urllib.parse import urlsplit
@@ -58,6 +58,10 @@ __all__ = [
     "ttl_seconds",
 ]
 
+# Caching modes that cache an exact prefix of the prompt: every boundary of a written prefix is
+# readable (OpenAI's automatic caching, Gemini's implicit caching). Breakpoint providers keep an
+# entry at each breakpoint only; DeepSeek hits only whole prefix units (a request's end).
+PREFIX_MODES: Final = frozenset({"automatic", "implicit"})
 _TTL: Final = re.compile(r"(?P<n>\d+)\s*(?P<unit>[smhd])")
 _UNIT: Final = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -83,6 +87,9 @@ class Entry:
     expires_at: float | None
     read: bool = False
     readers: list[int] = field(default_factory=list)
+    # where an exact-prefix cache (OpenAI, Gemini) can read a shorter prefix of a written one:
+    # the entry that wrote it, which a read of this one reads too
+    parent: Entry | None = None
 
     def visible(self, index: int, start: float | None, order: dict[int, int]) -> bool:
         if self.visible_at is None or start is None:
@@ -121,6 +128,7 @@ class Step:
     hidden: list[Entry] = field(default_factory=list)
     below_minimum: bool = False
     wrote: list[Entry] = field(default_factory=list)
+    held: bool = False  # the server holds its earlier turns: what it reads is not predicted
 
     @property
     def write_tokens(self) -> int:
@@ -284,6 +292,16 @@ def _request(
     if analysis.caching is None or analysis.refused or analysis.caching.mode == "none":
         return step
     start = timing.start
+    if analysis.split.held:
+        # the server holds the earlier turns (a stored response, a message thread): the request
+        # reads what they cached, in an amount the request does not show
+        step.held = True
+        for entry in cache.by_digest.values():
+            if entry.visible(index, start, cache.rank) and not entry.expired(start):
+                entry.read = True
+                if entry.parent is not None:
+                    entry.parent.read = True
+        return step
     lookback = analysis.lookback
     reach = lookback.reach if lookback is not None and lookback.unit == "blocks" else None
     marks = analysis.marks if reach is not None else [Mark(len(lay.units), None, "(the request)")]
@@ -303,10 +321,13 @@ def _request(
             if entry is not None and not entry.expired(start):
                 entry.read = True
                 entry.readers.append(index)
+                if entry.parent is not None:
+                    entry.parent.read = True
                 seconds = ttl_seconds(entry.ttl)
                 if start is not None and seconds is not None:
                     entry.expires_at = max(entry.expires_at or 0.0, start + seconds)
     done = timing.end if timing.end is not None else start
+    prefixes = analysis.caching.mode in PREFIX_MODES
     for write in sorted(analysis.writes, key=lambda w: w.after):
         if write.after <= covered:
             continue
@@ -339,9 +360,41 @@ def _request(
         cache.by_digest[key] = entry
         cache.written.append(entry)
         step.wrote.append(entry)
+        if prefixes:
+            _readable_prefixes(cache, analysis, entry, minimum, tok)
     if step.written:
         step.below_minimum = False
     return step
+
+
+def _readable_prefixes(
+    cache: _Cache,
+    analysis: Analysis,
+    entry: Entry,
+    minimum: int,
+    tok: Callable[[int], int],
+) -> None:
+    """An exact-prefix cache (OpenAI, Gemini) reads any prefix of a written one at or above the
+    minimum: each shorter boundary no entry holds yet becomes readable, through `entry`."""
+    lay = analysis.layout
+    for boundary in range(entry.after - 1, 0, -1):
+        key = lay.digest(boundary)
+        if key in cache.by_digest:
+            break  # an earlier request made the shorter prefixes readable already
+        tokens = tok(boundary)
+        if tokens < minimum or tokens <= 0:
+            break
+        cache.by_digest[key] = Entry(
+            owner=entry.owner,
+            after=boundary,
+            pointer=lay.pointer(boundary),
+            ttl=entry.ttl,
+            tokens=tokens,
+            visible_at=entry.visible_at,
+            end_known=entry.end_known,
+            expires_at=entry.expires_at,
+            parent=entry,
+        )
 
 
 def _look(

@@ -40,13 +40,13 @@ import msgspec
 from harness._shared._views import OPAQUE, CacheView, RequestSplit, prompt_size
 from harness.cache._analysis import Analysis, analyse
 from harness.cache._extends import cut_like, opaque_cut, strip_pair
-from harness.cache._links import CONVERSATION_BLOCKS, Link
+from harness.cache._links import CONVERSATION_BLOCKS, Link, link_of
 from harness.drift._compare import compare
 from harness.drift._report import DriftReport, Loss
 from harness.providers._pack import Caching, rules_pack
 from harness.providers._registry import provider_named
 
-__all__ = ["Judged", "block_keyed", "judge", "uncached"]
+__all__ = ["Judged", "block_keyed", "judge", "judge_pair", "uncached"]
 
 # Caching modes whose entries sit at the breakpoints (a content block's boundary); the others
 # cache an exact prefix of the prompt, every boundary of a written prefix readable.
@@ -76,7 +76,16 @@ class Judged:
     loss: Loss
 
 
-def judge(a: Link, b: Link) -> Judged | None:
+def judge_pair(a: object, b: object, *, labels: tuple[str, str]) -> Judged | None:
+    """`b` against the cached prefix of `a` (two requests, as `harness diff` compares them):
+    the break, or None when `b` keeps it; `labels` name the two in the report."""
+    first, second = link_of(a, 1), link_of(b, 2)
+    if first is None or second is None:
+        return None
+    return judge(first, second, labels=labels)
+
+
+def judge(a: Link, b: Link, *, labels: tuple[str, str] | None = None) -> Judged | None:
     """`b` against the cached prefix of `a`, the request it continues; None when it keeps it."""
     markers = a.split.markers or b.split.markers
     prefix, view = a.split.prefix, b.split.view
@@ -97,12 +106,12 @@ def judge(a: Link, b: Link) -> Judged | None:
         )
     if _same(prefix, candidate) or _goes_back(a, b, markers, shorthand):
         return None
-    loss = _loss(a, b)
+    loss = _loss(a, b, labels[0] if labels else f"request {a.number}")
     report = compare(
         prefix,
         candidate,
-        label_a=f"request {a.number} (cacheable prefix)",
-        label_b=f"request {b.number}",
+        label_a=labels[0] if labels else f"request {a.number} (cacheable prefix)",
+        label_b=labels[1] if labels else f"request {b.number}",
         loss=loss,
     )
     if report.identical:
@@ -177,8 +186,9 @@ class _Cached(NamedTuple):
     boundaries: list[int]  # where the earlier request's cache can be read, shortest first
 
 
-def _loss(a: Link, b: Link) -> Loss:
-    """What `b` can no longer read of `a`'s cache entries (see the module doc)."""
+def _loss(a: Link, b: Link, name: str) -> Loss:
+    """What `b` can no longer read of `a`'s cache entries (see the module doc); `name` is how
+    the report calls `a`."""
     earlier = analyse(a.request)
     later = analyse(b.request)
     if earlier is None or later is None or earlier.caching is None:
@@ -186,13 +196,13 @@ def _loss(a: Link, b: Link) -> Loss:
     if earlier.caching.mode == "none":
         return Loss(0, 0, f"{a.split.provider} documents no prompt caching")
     if earlier.held_elsewhere:
-        return Loss(None, None, f"request {a.number} reads {earlier.held_elsewhere}")
+        return Loss(None, None, f"{name} reads {earlier.held_elsewhere}")
     if not earlier.model_known:
         named = earlier.model or "a request without a model"
         return Loss(None, None, f"whether it cached is unknown: no minimum for {named}")
     cached = _cached(earlier)
     if cached is None:
-        return Loss(0, 0, f"nothing was cached: request {a.number} {_nothing(earlier)}")
+        return Loss(0, 0, f"nothing was cached by {name}{_nothing(earlier)}")
     longest = cached.boundaries[-1]
     kept = 0
     if not b.split.held:
@@ -228,6 +238,7 @@ def _cached(analysis: Analysis) -> _Cached | None:
 
 
 def _nothing(analysis: Analysis) -> str:
-    """Why a request caches nothing, in the words `harness show` uses, less its leading part."""
-    said = analysis.describe()
-    return said.removeprefix("nothing is cached: ").removeprefix("nothing is cached")
+    """Why a request caches nothing, in the words `harness show` uses: ` (41 tokens, minimum
+    1,024 for claude-sonnet-4-5; tokens: bytes / 4)`, or "" when there is no more to say."""
+    said = analysis.describe().removeprefix("nothing is cached").removeprefix(": ")
+    return f" ({said.replace(' (tokens: ', '; tokens: ').rstrip(')')})" if said else ""

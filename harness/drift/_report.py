@@ -55,6 +55,7 @@ class DriftReport(msgspec.Struct, frozen=True, dict=True):
 
     identical: bool
     verdict: str | None = None
+    extends: bool = False  # not identical, but the later request keeps the cached prefix
     raw_block: str | None = msgspec.field(default=None, name="block")
     invalidated: tuple[str, ...] = ()
     kind: str | None = None

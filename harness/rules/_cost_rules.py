@@ -94,7 +94,7 @@ class ProviderDisagrees(Rule):
         for conversation in simulated(session):
             for step in conversation.steps:
                 usage = step.recorded
-                if usage is None:
+                if usage is None or step.held:
                     continue
                 index = step.index
                 reason = usage.miss_reason
