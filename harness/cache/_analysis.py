@@ -38,6 +38,7 @@ from harness.providers._pack import (
     Ttl,
     rules_pack,
 )
+from harness.providers._registry import provider_named
 
 __all__ = ["Analysis", "LintRequest", "Write", "analyse", "model_of"]
 
@@ -195,10 +196,60 @@ class Analysis:
         return self.layout.markers + extra
 
     @property
-    def refused(self) -> bool:
-        """The API refuses the request: more markers than its limit."""
+    def over_limit(self) -> bool:
+        """More markers than the API takes, where it refuses such a request."""
         limit = self.limit
         return limit is not None and limit.over_limit == "refused" and self.counted > limit.limit
+
+    @cached_property
+    def misplaced(self) -> list[tuple[str, str]]:
+        """The markers the API refuses where they stand (the provider's `misplaced`), as (JSON
+        pointer, why)."""
+        found = provider_named(self.provider)
+        return found.misplaced(self.request.body) if found is not None else []
+
+    @cached_property
+    def bad_ttls(self) -> list[tuple[Mark, str]]:
+        """The breakpoints whose time to live the API refuses for this model: a value it does
+        not take at all, or one this model lacks (the `ttl` row in force names the values)."""
+        row = self.ttl
+        if row is None:
+            return []
+        return [
+            (mark, ", ".join(row.values))
+            for mark in self.marks
+            if mark.ttl is not None and mark.ttl not in row.values
+        ]
+
+    @cached_property
+    def ttl_out_of_order(self) -> tuple[Mark, str, str] | None:
+        """The first breakpoint whose time to live is longer than an earlier one's where the
+        provider wants longer TTLs first: (that mark, the shorter TTL, where it stands)."""
+        row = self.ttl
+        if row is None or row.order != "longer-first":
+            return None
+        rank = {value: place for place, value in enumerate(row.values)}  # 0: the longest
+        shortest: tuple[int, str, str] | None = None  # the shortest TTL seen so far
+        for mark in self.marks:
+            ttl = mark.ttl or row.default
+            if ttl not in rank:
+                continue
+            if shortest is not None and rank[ttl] < shortest[0]:
+                return mark, shortest[1], shortest[2]
+            if shortest is None or rank[ttl] > shortest[0]:
+                shortest = (rank[ttl], ttl, mark.pointer)
+        return None
+
+    @property
+    def refused(self) -> bool:
+        """The API refuses the request: more markers than its limit, a marker where it may not
+        stand, a time to live it does not take, or TTLs out of the order it requires."""
+        out_of_order = (
+            self.ttl_out_of_order is not None
+            and self.ttl is not None
+            and self.ttl.out_of_order == "refused"
+        )
+        return self.over_limit or bool(self.misplaced) or bool(self.bad_ttls) or out_of_order
 
     def tokens(self, boundary: int) -> Estimate:
         total = None
@@ -268,10 +319,19 @@ class Analysis:
                 f"no provider caching: {self.provider} documents none (the prefix chain still"
                 " judges its stability byte for byte)"
             )
-        if self.refused and self.limit is not None:
+        if self.over_limit and self.limit is not None:
             return (
                 f"the API refuses this request: {self.counted} breakpoints, at most"
                 f" {self.limit.limit} ({self.limit.counts})"
+            )
+        if self.misplaced:
+            pointer, why = self.misplaced[0]
+            return f"the API refuses this request: {why} at {pointer}"
+        if self.bad_ttls:
+            mark, values = self.bad_ttls[0]
+            return (
+                f"the API refuses this request: a {mark.ttl} time to live at {mark.pointer}"
+                f" ({self.model or 'this model'} takes {values})"
             )
         if self.held_elsewhere:
             return f"reads {self.held_elsewhere}: what it caches is not in the request"

@@ -296,11 +296,11 @@ def _request(
         # the server holds the earlier turns (a stored response, a message thread): the request
         # reads what they cached, in an amount the request does not show
         step.held = True
-        for entry in cache.by_digest.values():
-            if entry.visible(index, start, cache.rank) and not entry.expired(start):
-                entry.read = True
-                if entry.parent is not None:
-                    entry.parent.read = True
+        for held in cache.by_digest.values():
+            if held.visible(index, start, cache.rank) and not held.expired(start):
+                held.read = True
+                if held.parent is not None:
+                    held.parent.read = True
         return step
     lookback = analysis.lookback
     reach = lookback.reach if lookback is not None and lookback.unit == "blocks" else None

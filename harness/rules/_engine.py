@@ -11,8 +11,9 @@
   (`replayed`: the one replay the rules and the cost model read). Rules that need a request's time
   or the provider's response find them on `session.requests[i]`.
 - `Policy`: a project's choice of which rules fail (`--fail-on`, `harness_fail_on`, a rules
-  file's `fail_on`) and of their severities; `too-many-breakpoints` where the API refuses the
-  request stays an error.
+  file's `fail_on`) and of their severities; a finding that says the API refuses the request
+  (`too-many-breakpoints`, `misplaced-breakpoint`, `ttl-unsupported`, `ttl-order`) stays an
+  error.
 """
 
 from __future__ import annotations
@@ -34,7 +35,10 @@ __all__ = ["SEVERITIES", "Finding", "Policy", "Rule", "Session", "Severity"]
 
 Severity = Literal["error", "warning", "info"]
 SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
-ALWAYS_ERROR = "too-many-breakpoints"
+# Rules whose error means the API refuses the request: no policy lowers that below an error.
+ALWAYS_ERROR = frozenset(
+    {"too-many-breakpoints", "misplaced-breakpoint", "ttl-unsupported", "ttl-order"}
+)
 
 
 class Finding(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -194,7 +198,7 @@ class Policy:
         if finding.expected:
             return finding
         level: Severity = dict(self.severity).get(finding.rule, finding.severity)
-        if finding.rule == ALWAYS_ERROR and finding.severity == "error":
+        if finding.rule in ALWAYS_ERROR and finding.severity == "error":
             level = "error"  # the API refuses the request: never less than an error
         if finding.rule in self.fail_on:
             level = "error"

@@ -89,7 +89,7 @@ def test_bookkeeping_is_a_row_not_a_constant() -> None:
 def test_harness_rules_prints_the_rules_and_the_pack(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["rules"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("harness rules: 12 rules; the pack holds ")
+    assert out.startswith(f"harness rules: {len(RULE_NAMES)} rules; the pack holds ")
     assert "too-many-breakpoints (error;" in out
     assert (
         "anthropic, bedrock: minimum 4,096 tokens for *claude-opus-4-6*, *claude-opus-4-5*" in out

@@ -22,6 +22,8 @@ RULE_NAMES = [
     "below-minimum",
     "no-breakpoint",
     "ttl-order",
+    "misplaced-breakpoint",
+    "ttl-unsupported",
     "lookback-exceeded",
     "volatile-in-prefix",
     "vertex-key-order",
