@@ -165,3 +165,18 @@ def test_every_case_file_decodes_strictly() -> None:
     broken["cases"][0]["expect"] = {"verdict": "extends"}  # a typo'd key is refused, not ignored
     with pytest.raises(msgspec.ValidationError, match="expect"):
         msgspec.json.decode(json.dumps(broken), type=CaseFile)
+
+
+def test_a_tokenizer_cached_on_the_machine_does_not_move_the_figure(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from harness.rules import _counters
+
+    def halves(text: str, provider: str, model: str | None) -> int:
+        return len(text) // 8  # a tokenizer that counts half the estimate's tokens
+
+    monkeypatch.setattr(_counters, "_builtin", [_counters._Counter("fake", halves, "")])
+    file, case = _file_of("openai/minimum/gpt-5.6-implicit-1025")
+    outcome = run_case(case, file, [sources()[key] for key in case.source_ids])
+    assert outcome.agrees, outcome.explain()
+    assert _counters._builtin[0] is not None  # set aside for the run only

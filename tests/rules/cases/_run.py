@@ -5,7 +5,10 @@ Each case's requests are written to a folder of their own, as a user keeps them:
 `{"url", "body"}` line per request). Then `harness diff a.json b.json --format json`, `harness
 lint PATH --format json` or `harness cost PATH --format json` runs in-process
 (`harness.cli.main`, output captured, the folder as the working directory so no project file of
-this repository is read), and its JSON is held against the case's expectation. Whatever the CLI
+this repository is read), and its JSON is held against the case's expectation. Tokens are the
+harness's documented estimate (bytes / 4) on every machine: a tokenizer whose encoding happens to
+be cached here (tiktoken, for OpenAI requests) is set aside for the run, as on a machine without
+it (CI), so the figure does not depend on the machine. Whatever the CLI
 lacks to judge a case (a key, a verdict, exit 2) is a disagreement that says so, never a pass.
 """
 
@@ -22,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.cli import main
+from harness.rules import _counters
 from tests.rules.cases._build import build_requests
 from tests.rules.cases._model import (
     BREAK,
@@ -94,11 +98,15 @@ def write_case(case: Case, file: CaseFile, folder: Path) -> list[str]:
 
 @contextlib.contextmanager
 def _inside(folder: Path) -> Iterator[None]:
+    """`folder` as the working directory, and no built-in tokenizer (bytes / 4), for the run."""
     before = Path.cwd()
+    builtin = list(_counters._builtin)
     os.chdir(folder)
+    _counters._builtin[:] = [None]  # looked up, and none: as where tiktoken has no cached file
     try:
         yield
     finally:
+        _counters._builtin[:] = builtin
         os.chdir(before)
 
 
