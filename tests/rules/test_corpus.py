@@ -170,7 +170,7 @@ def test_every_case_file_decodes_strictly() -> None:
 def test_a_tokenizer_cached_on_the_machine_does_not_move_the_figure(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from harness.rules import _counters
+    from harness.cache import _counters
 
     def halves(text: str, provider: str, model: str | None) -> int:
         return len(text) // 8  # a tokenizer that counts half the estimate's tokens

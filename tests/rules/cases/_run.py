@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.cli import main
-from harness.rules import _counters
+from harness.cache import _counters
 from tests.rules.cases._build import build_requests
 from tests.rules.cases._model import (
     BREAK,
