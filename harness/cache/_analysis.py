@@ -222,6 +222,22 @@ class Analysis:
         ]
 
     @cached_property
+    def ttl_clash(self) -> tuple[Mark, str, str] | None:
+        """The top-level automatic marker asking for another time to live than the last
+        block's own marker: "If the last block has an explicit cache_control with a different
+        TTL, the API returns a 400 error" (Anthropic's prompt-caching page, edge cases): that
+        mark, its TTL and the automatic one's."""
+        marks = self.marks
+        if len(marks) < 2 or not marks[-1].automatic:
+            return None
+        automatic, last = marks[-1], marks[-2]
+        if last.after != automatic.after:
+            return None
+        default = self.ttl.default if self.ttl is not None else ""
+        own, asked = last.ttl or default, automatic.ttl or default
+        return (last, own, asked) if own != asked else None
+
+    @cached_property
     def ttl_out_of_order(self) -> tuple[Mark, str, str] | None:
         """The first breakpoint whose time to live is longer than an earlier one's where the
         provider wants longer TTLs first: (that mark, the shorter TTL, where it stands)."""
@@ -249,7 +265,13 @@ class Analysis:
             and self.ttl is not None
             and self.ttl.out_of_order == "refused"
         )
-        return self.over_limit or bool(self.misplaced) or bool(self.bad_ttls) or out_of_order
+        return (
+            self.over_limit
+            or bool(self.misplaced)
+            or bool(self.bad_ttls)
+            or out_of_order
+            or self.ttl_clash is not None
+        )
 
     def tokens(self, boundary: int) -> Estimate:
         total = None

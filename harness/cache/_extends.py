@@ -245,11 +245,43 @@ def _pair(
             _pair(x, y, markers, shorthand)
             for x, y in itertools.zip_longest(items_a, items_b, fillvalue=_NONE)
         ]
-        return (
-            [x for x, _ in pairs[: len(items_a)]],
-            [y for _, y in pairs[: len(items_b)]],
-        )
+        listed_a = [x for x, _ in pairs[: len(items_a)]]
+        listed_b = [y for _, y in pairs[: len(items_b)]]
+        return _ttl_points(a, b, markers, listed_a, listed_b)
     return strip(a, markers), strip(b, markers)
+
+
+def _points(items: list[Any], markers: tuple[str, ...]) -> dict[int, tuple[str, str]]:
+    """The marker-only items of a list (Bedrock's cache points), by how many other items come
+    before them: (marker key, TTL)."""
+    found: dict[int, tuple[str, str]] = {}
+    seen = 0
+    for item in items:
+        if _only_marker(item, markers):
+            key = next(iter(item))
+            found[seen] = (key, _ttl(item[key]))
+        else:
+            seen += 1
+    return found
+
+
+def _ttl_points(
+    a: list[Any], b: list[Any], markers: tuple[str, ...], out_a: list[Any], out_b: list[Any]
+) -> tuple[list[Any], list[Any]]:
+    """A cache point of its own (Bedrock's `cachePoint` block) at the same place in both lists
+    with another time to live is another entry: it stays on both sides as `{key: {"ttl": ...}}`
+    (as a marker key's TTL does), every other cache point set aside."""
+    points_a, points_b = _points(a, markers), _points(b, markers)
+    differ = sorted(
+        at
+        for at in points_a.keys() & points_b.keys()
+        if points_a[at][1] != points_b[at][1] and points_a[at][0] == points_b[at][0]
+    )
+    for at in reversed(differ):
+        key = points_a[at][0]
+        out_a.insert(at, {key: {"ttl": points_a[at][1]}})
+        out_b.insert(at, {key: {"ttl": points_b[at][1]}})
+    return out_a, out_b
 
 
 def _long_forms(a: Any, b: Any, markers: tuple[str, ...], shorthand: Shorthand) -> tuple[Any, Any]:

@@ -266,6 +266,9 @@ class _Cache:
         self.rank = rank
         self.by_digest: dict[bytes, Entry] = {}
         self.written: list[Entry] = []
+        # DeepSeek's units: every prefix an earlier request sent, so a common prefix becomes a
+        # unit of its own (by digest: the request that sent it first, the boundary)
+        self.sent: dict[bytes, tuple[int, int]] = {}
 
     def find(self, digest: bytes, boundary: int) -> Entry | None:
         entry = self.by_digest.get(digest)
@@ -328,6 +331,8 @@ def _request(
                     entry.expires_at = max(entry.expires_at or 0.0, start + seconds)
     done = timing.end if timing.end is not None else start
     prefixes = analysis.caching.mode in PREFIX_MODES
+    if analysis.caching.mode == "units":
+        _common_unit(cache, analysis, covered, minimum, tok, timing)
     for write in sorted(analysis.writes, key=lambda w: w.after):
         if write.after <= covered:
             continue
@@ -365,6 +370,47 @@ def _request(
     if step.written:
         step.below_minimum = False
     return step
+
+
+def _common_unit(
+    cache: _Cache,
+    analysis: Analysis,
+    covered: int,
+    minimum: int,
+    tok: Callable[[int], int],
+    timing: Timing,
+) -> None:
+    """DeepSeek: "The system detects the common prefix A and persists it as a unit": when a
+    request diverges from what an earlier one sent past what it could read, the longest prefix
+    the two share becomes a unit a later request can hit (no write fee: DeepSeek has none)."""
+    lay = analysis.layout
+    index = analysis.request.index
+    boundaries = range(len(lay.units), covered, -1)
+    common = next(
+        (
+            boundary
+            for boundary in boundaries
+            if lay.digest(boundary) in cache.sent
+            and cache.sent[lay.digest(boundary)][0] != index
+            and cache.find(lay.digest(boundary), boundary) is None
+        ),
+        None,
+    )
+    if common is not None and common < len(lay.units) and tok(common) >= max(minimum, 1):
+        done = timing.end if timing.end is not None else timing.start
+        entry = Entry(
+            owner=index,
+            after=common,
+            pointer=lay.pointer(common),
+            ttl="",
+            tokens=tok(common),
+            visible_at=done,
+            end_known=timing.end is not None,
+            expires_at=None,
+        )
+        cache.by_digest[lay.digest(common)] = entry
+    for boundary in range(1, len(lay.units) + 1):
+        cache.sent.setdefault(lay.digest(boundary), (index, boundary))
 
 
 def _readable_prefixes(
@@ -405,11 +451,14 @@ def _look(
     start: float | None,
     step: Step,
 ) -> Lookup:
-    """One breakpoint's lookup: back from its boundary, at most `reach` blocks (None: all)."""
+    """One breakpoint's lookup: back from its boundary over at most `reach` positions, the
+    breakpoint's own counted as the first (None: all): "The system checks at most 20 positions
+    per breakpoint, counting the breakpoint itself as the first" (Anthropic's prompt-caching
+    page), so an entry 20 blocks before the breakpoint is one position outside."""
     lay = analysis.layout
     index = analysis.request.index
     lookup = Lookup(mark, reach)
-    low = max(mark.after - reach, 1) if reach is not None else 1
+    low = max(mark.after - reach + 1, 1) if reach is not None else 1
     for boundary in range(mark.after, low - 1, -1):
         entry = cache.find(lay.digest(boundary), boundary)
         if entry is None:

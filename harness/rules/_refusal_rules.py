@@ -5,7 +5,9 @@ live it does not take.
   Converse: a cache point nested inside a tool result's or a document's content, one with no
   content before it in its list, one right after a reasoning block: `Provider.misplaced`);
 - `ttl-unsupported`: a breakpoint whose time to live the API does not take (a value it rejects,
-  or `1h` on a model without it: the `ttl` row in force for the model names the values).
+  or `1h` on a model without it: the `ttl` row in force for the model names the values), or
+  Anthropic's top-level automatic `cache_control` asking for another TTL than the last block's
+  own marker.
 
 Both are errors: the request fails with a 400, so nothing is cached and nothing is answered
 (`too-many-breakpoints` and `ttl-order`, where the API refuses, are the others). A request the
@@ -65,5 +67,16 @@ class TtlUnsupported(Rule):
                     analysis.request.index,
                     f"a {mark.ttl} time to live at {mark.pointer}: {model} takes {values};"
                     " the API refuses the request",
+                    pointer=mark.pointer,
+                )
+            clash = analysis.ttl_clash
+            if clash is not None:
+                mark, own, asked = clash
+                yield session.finding(
+                    self,
+                    analysis.request.index,
+                    f"the top-level automatic cache_control asks for {asked} where the last"
+                    f" block's own marker at {mark.pointer} says {own}: the API refuses the"
+                    " request (the same TTL, or no marker on the last block, is accepted)",
                     pointer=mark.pointer,
                 )

@@ -53,8 +53,9 @@ def test_a_system_hit_does_not_hide_the_conversation_breakpoints_lookback_miss(
 def test_the_conversation_breakpoint_exactly_at_the_lookback_edge_reads(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert lint(tmp_path, capsys, *agent_turns(20)) == (0, [])
-    code, found = lint(tmp_path, capsys, *agent_turns(21))
+    # 20 positions, the breakpoint's own the first: 19 blocks back is the last one checked
+    assert lint(tmp_path, capsys, *agent_turns(19)) == (0, [])
+    code, found = lint(tmp_path, capsys, *agent_turns(20))
     assert code == 0
     assert [(f["rule"], f["request"]) for f in found] == [("lookback-exceeded", 1)]
 
@@ -73,5 +74,5 @@ def test_cost_writes_the_conversation_again_when_its_breakpoint_is_out_of_reach(
 
     # in reach: the second turn reads the system and the conversation (1,100 + 300 tokens);
     # out of reach: only the system
-    assert read_of(20) == 1400
-    assert read_of(30) == 1100
+    assert read_of(19) == 1400
+    assert read_of(20) == 1100
