@@ -79,6 +79,9 @@ class Vocabulary:
     unknown: Reason | None = None
     compaction: frozenset[str] = frozenset()
     compaction_word: str = ""
+    # the provider's cache levels in order, as its invalidation table names them (the rules
+    # pack's `levels` row): a change invalidates its level and every one after it
+    levels: tuple[str, ...] = ()
 
     def block(self, name: str) -> str:
         return self.blocks.get(name) or GENERIC.blocks.get(name) or f"{name}_changed"
@@ -104,6 +107,7 @@ class Vocabulary:
             unknown=self.unknown or base.unknown,
             compaction=self.compaction | base.compaction,
             compaction_word=self.compaction_word or base.compaction_word,
+            levels=self.levels or base.levels,
         )
 
 

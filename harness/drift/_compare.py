@@ -129,11 +129,13 @@ def compare(
         setting = None  # a block changed for certain: that is the verdict
     level = setting_level(setting, order)
     block: str
+    first_level: str | None = None  # the first level the change invalidates (None: all)
     if setting is not None and (not changed or order.index(changed[0]) >= level):
         block, verdict = SETTINGS, setting.word
         if setting.effect == "breaks":
             kind = "settings"
             invalidated = tuple(order[level:])
+            first_level = setting.level
             kept = min(start_of(doc_a, order, level), first_byte_difference(prompt_a, prompt_b))
         else:  # a time to live, or a setting no rule knows: nothing is lost for certain
             kind = "retention" if setting.effect == "retention" else "unknown-setting"
@@ -154,7 +156,11 @@ def compare(
         elif kind == "messages" and _compacted(vocabulary.compaction, doc_a, doc_b, block):
             kind, verdict = "compaction", vocabulary.compaction_word or "context_compacted"
         invalidated = tuple(order[order.index(block) :])
+        first_level = block
         kept = first_byte_difference(prompt_a, prompt_b)
+    if invalidated and vocabulary.levels:
+        start = first_level or vocabulary.levels[0]
+        invalidated = _table_levels(vocabulary.levels, start, doc_a, doc_b)
     lost = len(prompt_b) - kept
     tokens_lost = tokens(lost)
     if loss is not None:
@@ -228,6 +234,37 @@ def compare(
         raw_label_a=label_a,
         raw_label_b=label_b,
     )
+
+
+def _table_levels(
+    levels: tuple[str, ...], first: str, doc_a: Mapping[str, Any], doc_b: Mapping[str, Any]
+) -> tuple[str, ...]:
+    """What a change from block `first` on invalidates, as the provider's invalidation table
+    names it (its `levels`, in order): that level and every one after it, whether the request
+    holds it or not ("the cache is per model": a model change loses the tools level too, tools
+    or none). Two names of one level (Gemini's `systemInstruction` and `system_instruction`) are
+    one: the one the requests use, else the first."""
+    rank = {name: place for place, name in enumerate(levels)}
+    if first in rank:
+        start = rank[first]
+    else:
+        generic = GENERIC.block(first)
+        start = next(
+            (place for place, name in enumerate(levels) if GENERIC.block(name) == generic),
+            0,
+        )
+    found: list[str] = []
+    words: dict[str, int] = {}
+    for name in levels[start:]:
+        word = GENERIC.block(name)
+        present = name in doc_a or name in doc_b
+        if word in words:
+            if present:
+                found[words[word]] = name
+            continue
+        words[word] = len(found)
+        found.append(name)
+    return tuple(found)
 
 
 def _block_hints(

@@ -404,9 +404,11 @@ def vocabulary(provider: str) -> Vocabulary:
         settings[field] = Reason(row.word or f"{field}_changed", row.level or None, effect)
     compacted = frozenset(t for row in pack.every(Compaction, provider) for t in row.item_types)
     word = next((row.word for row in pack.every(Compaction, provider)), "")
+    levels = pack.first(Levels, provider)
     return Vocabulary(
         settings=settings,
         unknown=Reason(UNKNOWN_SETTING, None, "unknown"),
         compaction=compacted,
         compaction_word=word,
+        levels=levels.order if levels is not None else (),
     )
