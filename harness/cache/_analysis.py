@@ -298,6 +298,16 @@ class Analysis:
         """The response says the provider read from or wrote to its cache."""
         return self.usage is not None and (self.usage.read_tokens + self.usage.written_tokens) > 0
 
+    @property
+    def implicit(self) -> bool:
+        """Whether the provider caches this request implicitly as well (automatic caching, not
+        OpenAI's explicit mode; where the provider runs it only for a request that marks nothing,
+        a request without markers)."""
+        caching = self.caching
+        if caching is None or caching.mode != "automatic" or self.mode == "explicit":
+            return False
+        return caching.implicit_when_marked or not self.marks
+
     @cached_property
     def writes(self) -> list[Write]:
         """The breakpoints the provider is asked to write, each with whether it is written."""
@@ -312,7 +322,7 @@ class Analysis:
         if mode == "automatic":
             limit = self.limit.limit if self.limit is not None else len(marks)
             marks = marks[-limit:] if limit else []
-            if self.mode != "explicit" and not any(mark.after == ends for mark in marks):
+            if self.implicit and not any(mark.after == ends for mark in marks):
                 marks = [*marks, Mark(ends, None, "(the implicit breakpoint)")]
         elif mode in ("implicit", "units"):
             marks = [Mark(ends, None, "(the whole request)")]
@@ -398,13 +408,14 @@ def analyse(request: LintRequest, pack: Pack | None = None) -> Analysis | None:
         return None
     pack = pack or rules_pack()
     surface = surface_of(request.body, request.url) if split.provider == ANTHROPIC else ""
-    caching = pack.first(Caching, split.provider, None, surface)
+    model = model_of(split, request.url)
+    caching = pack.first(Caching, split.provider, model, surface)
     markers = (caching.marker,) if caching is not None and caching.marker else split.markers
     return Analysis(
         request=request,
         split=split,
         pack=pack,
-        model=model_of(split, request.url),
+        model=model,
         surface=surface,
         layout=layout(split, markers),
         caching=caching,

@@ -307,10 +307,15 @@ def _request(
         return step
     lookback = analysis.lookback
     reach = lookback.reach if lookback is not None and lookback.unit == "blocks" else None
-    marks = analysis.marks if reach is not None else [Mark(len(lay.units), None, "(the request)")]
+    whole = Mark(len(lay.units), None, "(the request)")
+    lookups: list[tuple[Mark, int | None]] = [(whole, None)]
+    if reach is not None:  # each breakpoint looks back on its own; implicit caching the whole way
+        lookups = [(mark, reach) for mark in analysis.marks]
+        if analysis.implicit:
+            lookups.append((whole, None))
     best: Entry | None = None
-    for mark in marks:
-        lookup = _look(cache, analysis, mark, reach, start, step)
+    for mark, scope in lookups:
+        lookup = _look(cache, analysis, mark, scope, start, step)
         step.lookups.append(lookup)
         if lookup.hit is not None and (best is None or lookup.hit.after > best.after):
             best = lookup.hit

@@ -4,8 +4,8 @@ A change invalidates its level and every level after it. The cacheable prefix en
 `cache_control` breakpoint (on a tool, a system block or a message content block); with none, the
 tools and system are the prefix (automatic caching), and a top-level `cache_control` makes the
 whole request the prefix. Beta headers (`anthropic-beta`) key the cache, so they are settings.
-Which fields are settings and which are bookkeeping is the rules pack's (`_pack.classify`). A tool
-sent with `defer_loading` (tool search) is not in the cached prefix: the split keeps it apart,
+Which fields are settings and which are bookkeeping is the rules pack's (`_classify.classify`). A
+tool sent with `defer_loading` (tool search) is not in the cached prefix: the split keeps it apart,
 with the bookkeeping, so adding one never breaks the prefix. A string `content` or `system` is the
 API's shorthand for one text block (`shorthand`): the cache model keys both forms alike.
 Also reached through Vertex (`:rawPredict`) and Bedrock's `/invoke` with `anthropic_version`. On
@@ -15,6 +15,7 @@ view says so in the setting `KEY_ORDER`, so two requests serialised in different
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal
 from urllib.parse import urlsplit
@@ -26,11 +27,13 @@ from harness.providers._base import (
     breakpoints,
     integer,
     member,
+    model_in_path,
     optional,
     point_pointer,
     truncate,
 )
-from harness.providers._pack import KeyOrder, classify, rules_pack
+from harness.providers._classify import classify
+from harness.providers._pack import KeyOrder, rules_pack
 
 ANTHROPIC: Final = "anthropic"
 # The setting that says a Vertex body serialises its conversation before its stable prefix.
@@ -43,6 +46,8 @@ DEFERRED: Final = "tools (defer_loading)"
 # `thread` names a server-held message thread (`held`), not a setting of the cache key.
 _PROMPT: Final = frozenset({"tools", "system", "messages", "cache_control", "thread"})
 _MARKERS: Final = ("cache_control",)
+# The model in a Vertex (`/models/<id>:rawPredict`) or Bedrock (`/model/<id>/invoke`) URL.
+_URL_MODEL: Final = re.compile(r"/models?/(?P<model>[^/:]+)(?::|/invoke)")
 
 
 def surface_of(body: Mapping[str, Any], url: str | None) -> str:
@@ -59,6 +64,14 @@ def surface_of(body: Mapping[str, Any], url: str | None) -> str:
     if isinstance(version, str):
         return "vertex" if version.startswith("vertex") else "bedrock"
     return ""
+
+
+def model_of(body: Mapping[str, Any], url: str | None) -> str | None:
+    """The model a Messages request names: in its body, else in its URL (Vertex, Bedrock)."""
+    model = body.get("model")
+    if isinstance(model, str) and model:
+        return model
+    return model_in_path(_URL_MODEL, url)
 
 
 def key_order(body: Mapping[str, Any], surface: str) -> str | None:
@@ -102,8 +115,9 @@ class AnthropicMessages(Provider):
     def split_url(
         self, body: Mapping[str, Any], headers: Sequence[tuple[str, str]], url: str | None
     ) -> RequestSplit:
-        settings, bookkeeping = classify(ANTHROPIC, body, _PROMPT)
-        order = key_order(body, surface_of(body, url))
+        surface = surface_of(body, url)
+        settings, bookkeeping = classify(ANTHROPIC, body, _PROMPT, model_of(body, url), surface)
+        order = key_order(body, surface)
         if order is not None:
             settings[KEY_ORDER] = order
         betas = [

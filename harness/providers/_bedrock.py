@@ -8,12 +8,14 @@ fails even before the project adds one. A change invalidates its level and every
 Reached as `POST /model/<model id>/converse` (or `converse-stream`) on `bedrock-runtime.*`; the
 model id is in the URL path, so it is read from there.
 
-Settings: the model id, `toolConfig.toolChoice`, `additionalModelRequestFields` (where reasoning
-and thinking settings go), `performanceConfig`, `serviceTier`, guardrails, prompt variables.
-`inferenceConfig` (sampling and output limits) and `requestMetadata` are bookkeeping (the rules
-pack says which is which: `_pack.classify`). The hit
-signal is `usage.cacheReadInputTokens` (`cacheReadInputTokenCount` in some responses); Bedrock
-gives no miss reason.
+Settings: the model id, `toolConfig.toolChoice`, `outputConfig` (effort, text format),
+`additionalModelRequestFields` (the model's own fields: Claude's `thinking`, judged member by
+member), `performanceConfig`, `serviceTier`, guardrails, prompt variables. `inferenceConfig`
+(sampling and output limits) and `requestMetadata` are bookkeeping, and a setting that spells the
+model's default (`toolChoice: {"auto": {}}`, thinking `{"type": "disabled"}` where it is off by
+default, the default effort) is the same cache key as leaving it out (the rules pack says which is
+which, per model: `_classify.classify`). The hit signal is `usage.cacheReadInputTokens`
+(`cacheReadInputTokenCount` in some responses); Bedrock gives no miss reason.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from harness.providers._base import (
     point_pointer,
     truncate,
 )
-from harness.providers._pack import classify
+from harness.providers._classify import classify
 
 BEDROCK: Final = "bedrock"
 
@@ -69,13 +71,14 @@ class BedrockConverse(Provider):
     def split_url(
         self, body: Mapping[str, Any], headers: Sequence[tuple[str, str]], url: str | None
     ) -> RequestSplit:
-        settings, bookkeeping = classify(BEDROCK, body, _PROMPT)
         config = body.get("toolConfig")
         tools: Any = None
+        choices: dict[str, Any] = {}  # toolConfig's other members (toolChoice) are settings
         if isinstance(config, Mapping):
             tools = config.get("tools")
-            settings.update({k: v for k, v in config.items() if k != "tools"})
+            choices = {k: v for k, v in config.items() if k != "tools"}
         model = model_in(url)
+        settings, bookkeeping = classify(BEDROCK, {**body, **choices}, _PROMPT, model)
         if model is not None:
             settings["modelId"] = model
         settings = dict(sorted(settings.items()))

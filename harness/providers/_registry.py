@@ -39,12 +39,13 @@ from harness._shared._views import RequestSplit
 from harness.providers._anthropic import AnthropicMessages
 from harness.providers._base import Conforming, Provider, host_matches, hosts_of, reasons_of
 from harness.providers._bedrock import BedrockConverse
+from harness.providers._classify import vocabulary
 from harness.providers._cohere import CohereChat
 from harness.providers._compatible import compatible_providers
 from harness.providers._deepseek import DeepSeek
 from harness.providers._gemini import Gemini
 from harness.providers._openai import OpenAIChat, OpenAIResponses
-from harness.providers._pack import on_change, vocabulary
+from harness.providers._pack import on_change
 
 ENTRY_POINT_GROUP: Final = "harness.providers"
 

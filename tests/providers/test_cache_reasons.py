@@ -7,6 +7,7 @@ keeps its tools and system caches when only `tool_choice` or `thinking` changes.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -117,11 +118,17 @@ def test_anthropic_tool_choice_and_thinking_keep_the_tools_and_system_caches() -
         assert "the tools, system cache stays" in report.summary
 
 
-def test_anthropic_model_speed_and_beta_headers_lose_everything() -> None:
+def test_anthropic_speed_keeps_the_tools_cache_and_loses_system_and_messages() -> None:
+    report = compare(view(anthropic(), ANTHROPIC_URL), view(anthropic(speed="fast"), ANTHROPIC_URL))
+    assert report.verdict == "model_changed"  # the diagnostics' word for the model or speed
+    assert report.invalidated == ("system", "messages")
+    assert report.prefix_bytes_kept >= len(json.dumps(TOOLS, separators=(",", ":")))
+
+
+def test_anthropic_model_and_beta_headers_lose_everything() -> None:
     base = view(anthropic(), ANTHROPIC_URL)
     for other, verdict in (
         (view(anthropic(model="claude-other"), ANTHROPIC_URL), "model_changed"),
-        (view(anthropic(speed="fast"), ANTHROPIC_URL), "model_changed"),
         (
             view(anthropic(), ANTHROPIC_URL, {"anthropic-beta": "context-1m"}),
             "beta_headers_changed",

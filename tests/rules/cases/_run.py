@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.cli import main
 from harness.cache import _counters
+from harness.cli import main
 from tests.rules.cases._build import build_requests
 from tests.rules.cases._model import (
     BREAK,
