@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness._shared._printer import line
-from harness.cost._cost import SessionCost, cost_of, price_of, request_usd
+from harness.cost._cost import SessionCost, cost_of, price_of, prices_used, quote_of, request_usd
 from harness.cost._simulate import Conversation, conversations
-from harness.cost._text import money, percent
+from harness.cost._text import money, origin, percent
 from harness.drift._report import DriftReport
 from harness.rules._engine import Finding, Policy
 from harness.rules._inputs import sessions_of
@@ -72,7 +72,7 @@ def report_items(
                     read=step.read,
                     written=step.write_tokens if fee else 0,
                     uncached=step.input_tokens - step.read - (step.write_tokens if fee else 0),
-                    usd=request_usd(step, price, fee),
+                    usd=request_usd(step, quote_of(conversation, step), fee),
                 )
                 for step in conversation.steps
             ]
@@ -112,7 +112,9 @@ def markdown(items: Sequence[Item]) -> str:
     lines += ["", f"Total: {money(total)} ({money(without)} without the cache)."]
     checked = sorted({i.cost.prices_checked_on for i in items if i.cost.prices_checked_on})
     if checked:
-        lines.append(f"List prices checked {', '.join(checked)}; tokens are estimates.")
+        sources = sorted({origin(prices_used(i.conversation)) for i in items if i.cost.usd})
+        named = f" ({'; '.join(sources)})" if sources else ""
+        lines.append(f"List prices checked {', '.join(checked)}{named}; tokens are estimates.")
     for item in items:
         if item.divergence is None and not item.findings:
             continue
