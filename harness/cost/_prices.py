@@ -243,7 +243,8 @@ def parse_price_rows(value: Any, *, where: str) -> tuple[Price, ...]:
         return msgspec.convert(list(value), tuple[Price, ...])
     except (TypeError, msgspec.ValidationError) as error:
         raise UsageError(
-            f"{where}: prices takes a prices file's path or a list of rows; {_NEEDS} ({error})"
+            f"{where}: prices: {error}; it takes a prices file's path or a list of rows, and"
+            f" {_NEEDS}"
         ) from None
 
 

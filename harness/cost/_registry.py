@@ -105,14 +105,24 @@ def version() -> str:
     return metadata.version(REGISTRY)
 
 
+class _Genai(NamedTuple):
+    """The bundled data in a snapshot of our own, and the namespace of the types its objects are
+    instances of (`TieredPrices`, `calc_unit_price`...): taken from the data itself, so the two
+    agree even where genai-prices was imported again (an in-process pytester run restores
+    `sys.modules`, and a second import makes classes the first one's objects are not of)."""
+
+    snapshot: DataSnapshot
+    types: dict[str, Any]
+
+
 @cache
-def _snapshot() -> DataSnapshot:
-    # the bundled data, in a snapshot of our own: never `get_snapshot()`, which returns whatever
-    # an `UpdatePrices` started in this process last fetched
+def _genai() -> _Genai:
+    # never `get_snapshot()`: it returns whatever an `UpdatePrices` in this process last fetched
     from genai_prices.data import providers
     from genai_prices.data_snapshot import DataSnapshot
 
-    return DataSnapshot(providers=providers, from_auto_update=False)
+    types: dict[str, Any] = type(providers[0]).find_model.__globals__
+    return _Genai(DataSnapshot(providers=providers, from_auto_update=False), types)
 
 
 class Found(NamedTuple):
@@ -132,21 +142,18 @@ def find(provider: str, model: str | None) -> Found | None:
     if mapping is None or not model:
         return None
     try:
-        _, info = _snapshot().find_provider_model(model, None, mapping.registry, None)
+        _, info = _genai().snapshot.find_provider_model(model, None, mapping.registry, None)
     except LookupError:
         return None
-    from genai_prices.types import TimeOfDateConstraint
-
     prices = info.prices if isinstance(info.prices, list) else []
-    by_time = any(isinstance(p.constraint, TimeOfDateConstraint) for p in prices)
+    by_time = any(isinstance(p.constraint, _genai().types["TimeOfDateConstraint"]) for p in prices)
     return Found(str(info.id), info, mapping.write_ttl, by_time)
 
 
 def rates_at(found: Found, at: datetime.datetime, input_tokens: int) -> dict[str, float]:
     """The registry's prices (USD per million tokens) for one request started `at` with
     `input_tokens` in all: `input`, `output`, `cache_read` and a write price per TTL."""
-    from genai_prices.types import calc_unit_price
-
+    calc_unit_price = _genai().types["calc_unit_price"]
     prices = found.info.get_prices(at)  # the standard tier: no batch, flex or priority
     keys = (*_KEYS, ("cache_write_mtok", found.write_ttl or "default"))
     rates: dict[str, float] = {}
@@ -161,12 +168,9 @@ def rates_at(found: Found, at: datetime.datetime, input_tokens: int) -> dict[str
 
 
 def _windows(found: Found) -> list[datetime.time]:
-    from genai_prices.types import TimeOfDateConstraint
-
+    windowed = _genai().types["TimeOfDateConstraint"]
     prices = found.info.prices if isinstance(found.info.prices, list) else []
-    return [
-        p.constraint.start_time for p in prices if isinstance(p.constraint, TimeOfDateConstraint)
-    ]
+    return [p.constraint.start_time for p in prices if isinstance(p.constraint, windowed)]
 
 
 def day_rates(found: Found, day: datetime.date, input_tokens: int) -> dict[str, float]:
@@ -184,13 +188,12 @@ def day_rates(found: Found, day: datetime.date, input_tokens: int) -> dict[str, 
 
 def tier_reached(found: Found, at: datetime.datetime, input_tokens: int) -> int | None:
     """The threshold of the highest tier `input_tokens` reach on any price; None: the base."""
-    from genai_prices.types import TieredPrices
-
+    tiered = _genai().types["TieredPrices"]
     prices = found.info.get_prices(at)
     starts = [
         tier.start
         for key, _ in (*_KEYS, ("cache_write_mtok", ""))
-        if isinstance(value := getattr(prices, key, None), TieredPrices)
+        if isinstance(value := getattr(prices, key, None), tiered)
         for tier in value.tiers
         if input_tokens > tier.start
     ]
@@ -200,13 +203,12 @@ def tier_reached(found: Found, at: datetime.datetime, input_tokens: int) -> int 
 def window_at(found: Found, at: datetime.datetime) -> str | None:
     """The registry's time-of-day window whose price applies at `at` ("01:00-04:00 UTC"), or
     None when the price in force is not a windowed one."""
-    from genai_prices.types import TimeOfDateConstraint
-
+    windowed = _genai().types["TimeOfDateConstraint"]
     prices = found.info.prices if isinstance(found.info.prices, list) else []
     for price in reversed(prices):  # genai-prices: the last active price wins
         constraint = price.constraint
         if constraint is None or constraint.active(at):
-            if isinstance(constraint, TimeOfDateConstraint):
+            if isinstance(constraint, windowed):
                 start, end = constraint.start_time, constraint.end_time
                 return f"{start:%H:%M}-{end:%H:%M} UTC"
             return None

@@ -16,7 +16,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness._shared._printer import line
-from harness.cost._cost import SessionCost, cost_of, price_of, prices_used, quote_of, request_usd
+from harness.cost._cost import (
+    PricesUsed,
+    SessionCost,
+    cost_of,
+    price_of,
+    prices_used,
+    quote_of,
+    request_usd,
+)
 from harness.cost._simulate import Conversation, conversations
 from harness.cost._text import money, origin, percent
 from harness.drift._report import DriftReport
@@ -49,6 +57,7 @@ class Item:
     divergence: DriftReport | None = None
     divergence_at: int = 0
     findings: list[Finding] = field(default_factory=list)
+    prices: PricesUsed | None = None  # named under the same price rows as `cost`
 
 
 def report_items(
@@ -86,6 +95,7 @@ def report_items(
                     divergence=mine[0].report if mine else None,
                     divergence_at=session.offset + mine[0].index - 1 if mine else 0,
                     findings=[f for f in findings if f.request - session.offset in indexes],
+                    prices=prices_used(conversation),
                 )
             )
     return items
@@ -112,7 +122,7 @@ def markdown(items: Sequence[Item]) -> str:
     lines += ["", f"Total: {money(total)} ({money(without)} without the cache)."]
     checked = sorted({i.cost.prices_checked_on for i in items if i.cost.prices_checked_on})
     if checked:
-        sources = sorted({origin(prices_used(i.conversation)) for i in items if i.cost.usd})
+        sources = sorted({origin(i.prices) for i in items if i.cost.usd and i.prices})
         named = f" ({'; '.join(sources)})" if sources else ""
         lines.append(f"List prices checked {', '.join(checked)}{named}; tokens are estimates.")
     for item in items:
