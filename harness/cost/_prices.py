@@ -243,8 +243,7 @@ def parse_price_rows(value: Any, *, where: str) -> tuple[Price, ...]:
         return msgspec.convert(list(value), tuple[Price, ...])
     except (TypeError, msgspec.ValidationError) as error:
         raise UsageError(
-            f"{where}: prices: {error}; it takes a prices file's path or a list of rows, and"
-            f" {_NEEDS}"
+            f"{where}: prices takes a prices file's path or a list of rows: {error} ({_NEEDS})"
         ) from None
 
 
