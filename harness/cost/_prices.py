@@ -169,12 +169,14 @@ class PricesFile(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 class PriceSource(msgspec.Struct, frozen=True, omit_defaults=True):
-    """Where some of a request's prices came from: `genai-prices` (its `version` and `model`
-    id), a page of the price pack or a project's file (its `checked_on` and `quote`)."""
+    """Where some of a request's prices came from: `genai-prices` (its `version`, and the
+    `provider` and `model` ids of its entry), a page of the price pack or a project's file (its
+    `checked_on` and `quote`)."""
 
     source: str
     gave: tuple[str, ...]
     version: str | None = None
+    provider: str | None = None
     model: str | None = None
     checked_on: str | None = None
     quote: str | None = None
@@ -342,6 +344,7 @@ class _Draft:
                 source=_registry.REGISTRY,
                 gave=tuple(gave),
                 version=_registry.version(),
+                provider=found.provider,
                 model=found.model_id,
                 checked_on=_registry.checked_on().isoformat(),
             )

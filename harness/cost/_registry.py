@@ -6,7 +6,8 @@ bundled data only, read, never copied, and never updated over the network.
 registry's single `cache_write_mtok` prices (Anthropic's and Bedrock's 5-minute write, OpenAI's
 30-minute one); `cache_write_5m_mtok` and `cache_write_1h_mtok` are their own TTLs. The model is
 found by the registry's own match rules, so a provider's aliases and dated ids price as the model
-(`gpt-5.6` is GPT-5.6 Sol, `claude-sonnet-4-5@20250929` Sonnet 4.5).
+(`gpt-5.6` is GPT-5.6 Sol, `claude-sonnet-4-5@20250929` Sonnet 4.5); a `fallback` provider is
+asked when the first lacks the model (a bare Claude id on Bedrock: Anthropic's list price).
 
 `rates_at(found, at, input_tokens)` is the price of one request: the registry's price in force at
 `at` (its start dates and its time-of-day windows: DeepSeek's peak hours), at the tier the
@@ -68,6 +69,7 @@ class Mapping(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
     provider: str
     registry: str
+    fallback: tuple[str, ...] = ()  # the registry's providers asked when `registry` lacks a model
     write_ttl: str = ""
     source: str = ""
     quote: str = ""
@@ -132,6 +134,7 @@ class Found(NamedTuple):
     info: Any  # genai_prices.types.ModelInfo
     write_ttl: str
     by_time_of_day: bool
+    provider: str  # the registry's provider the entry is from
 
 
 @cache
@@ -141,13 +144,16 @@ def find(provider: str, model: str | None) -> Found | None:
     mapping = next((m for m in _file().providers if m.provider == provider), None)
     if mapping is None or not model:
         return None
-    try:
-        _, info = _genai().snapshot.find_provider_model(model, None, mapping.registry, None)
-    except LookupError:
-        return None
-    prices = info.prices if isinstance(info.prices, list) else []
-    by_time = any(isinstance(p.constraint, _genai().types["TimeOfDateConstraint"]) for p in prices)
-    return Found(str(info.id), info, mapping.write_ttl, by_time)
+    for registry in (mapping.registry, *mapping.fallback):
+        try:
+            _, info = _genai().snapshot.find_provider_model(model, None, registry, None)
+        except LookupError:
+            continue
+        prices = info.prices if isinstance(info.prices, list) else []
+        windowed = _genai().types["TimeOfDateConstraint"]
+        by_time = any(isinstance(p.constraint, windowed) for p in prices)
+        return Found(str(info.id), info, mapping.write_ttl, by_time, registry)
+    return None
 
 
 def rates_at(found: Found, at: datetime.datetime, input_tokens: int) -> dict[str, float]:

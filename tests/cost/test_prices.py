@@ -334,6 +334,12 @@ def test_the_python_api_prices_a_request() -> None:
     assert (short.input, long.input) == (4.0, 8.0)
     assert (short.write("12h"), long.write("12h")) == (10.0, 20.0)
     assert price_for("anthropic", "claude-nonexistent-9", at=at) is None
+    # Bedrock: the AWS table for its own ids (regional ids +10%), Anthropic's for a bare Claude id
+    regional = price_for("bedrock", "us.anthropic.claude-sonnet-4-5-20250929-v1:0", at=at)
+    bare = price_for("bedrock", "claude-sonnet-4-5", at=at)
+    assert regional is not None and bare is not None
+    assert (regional.input, regional.sources[-1].provider) == (3.3, "aws")
+    assert (bare.input, bare.sources[-1].provider) == (3.0, "anthropic")
     # no time of day recorded: the day's highest price, so a budget can only fail early
     thursday = price_for("deepseek", "deepseek-flash", datetime.date(2026, 12, 3))
     saturday = price_for("deepseek", "deepseek-flash", datetime.date(2026, 12, 5))
