@@ -318,7 +318,7 @@ def test_ttls_are_the_values_each_api_and_model_accepts() -> None:
     assert values("anthropic", old, "bedrock") == ("5m",)  # Claude through InvokeModel
     assert values("bedrock", SONNET_45) == ("1h", "5m")
     assert values("anthropic", "claude-3-7-sonnet-20250219", "claude-api") == ("1h", "5m")
-    assert values("openai-responses", "gpt-5.6") == ("30m",)
+    assert values("openai-responses", "gpt-5.6") == ("12h", "30m")  # the model page prices 12h
     bedrock = pack.first(Ttl, "bedrock", SONNET_45)
     assert bedrock is not None and (bedrock.order, bedrock.out_of_order) == (
         "longer-first",
