@@ -41,6 +41,7 @@ __all__ = [
     "Effect",
     "Reason",
     "Vocabulary",
+    "complete",
     "declare",
     "vocabulary_for",
 ]
@@ -153,14 +154,17 @@ GENERIC: Final = Vocabulary(
 _DECLARED: dict[str, Vocabulary] = {}
 
 
-def declare(provider: str, vocabulary: Vocabulary) -> None:
-    """Say how `provider` names what breaks its cache (replaces an earlier declaration). An
-    authoritative vocabulary (`unknown` set) takes only the generic block words."""
+def complete(vocabulary: Vocabulary) -> Vocabulary:
+    """A provider's vocabulary over the generic one: an authoritative vocabulary (`unknown`
+    set) takes only the generic block words."""
     if vocabulary.unknown is not None:
-        base = Vocabulary(blocks=GENERIC.blocks)
-        _DECLARED[provider] = vocabulary.over(base)
-    else:
-        _DECLARED[provider] = vocabulary.over(GENERIC)
+        return vocabulary.over(Vocabulary(blocks=GENERIC.blocks))
+    return vocabulary.over(GENERIC)
+
+
+def declare(provider: str, vocabulary: Vocabulary) -> None:
+    """Say how `provider` names what breaks its cache (replaces an earlier declaration)."""
+    _DECLARED[provider] = complete(vocabulary)
 
 
 def vocabulary_for(provider: str) -> Vocabulary:

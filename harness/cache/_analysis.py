@@ -38,9 +38,9 @@ from harness.providers._pack import (
     Ttl,
     rules_pack,
 )
-from harness.providers._registry import provider_named
+from harness.providers._registry import provider_named, vocabulary_of
 
-__all__ = ["Analysis", "LintRequest", "Write", "analyse", "model_of"]
+__all__ = ["Analysis", "LintRequest", "Write", "analyse", "model_of", "scope_of"]
 
 _URL_MODEL: Final = re.compile(r"/models?/(?P<model>[^/:]+)(?::|/invoke)")
 
@@ -401,23 +401,33 @@ class Analysis:
         )
 
 
+def scope_of(request: LintRequest) -> tuple[str | None, str]:
+    """The model a request names and the surface it goes to (`claude-api`, `vertex`,
+    `bedrock` for Claude's Messages; "" otherwise): what picks the rows in force for it."""
+    split = request.split
+    if split is None:
+        return None, ""
+    surface = surface_of(request.body, request.url) if split.provider == ANTHROPIC else ""
+    return model_of(split, request.url), surface
+
+
 def analyse(request: LintRequest, pack: Pack | None = None) -> Analysis | None:
     """`request` under the rules in force; None when no provider recognises it."""
     split = request.split
     if split is None:
         return None
     pack = pack or rules_pack()
-    surface = surface_of(request.body, request.url) if split.provider == ANTHROPIC else ""
-    model = model_of(split, request.url)
+    model, surface = scope_of(request)
     caching = pack.first(Caching, split.provider, model, surface)
     markers = (caching.marker,) if caching is not None and caching.marker else split.markers
+    words = vocabulary_of(split.provider, model, surface)
     return Analysis(
         request=request,
         split=split,
         pack=pack,
         model=model,
         surface=surface,
-        layout=layout(split, markers),
+        layout=layout(split, markers, words),
         caching=caching,
         usage=_usage(split.provider, request.response),
     )

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, NamedTuple
 
-from harness._shared._reasons import GENERIC, vocabulary_for
+from harness._shared._reasons import GENERIC, Vocabulary, vocabulary_for
 from harness._shared._views import RequestSplit, encode_json
 from harness.providers._registry import provider_named
 
@@ -110,11 +110,14 @@ class Layout:
 CONVERSATION: Final = frozenset({"messages", "input", "contents"})
 
 
-def layout(split: RequestSplit, markers: Sequence[str] = ()) -> Layout:
+def layout(
+    split: RequestSplit, markers: Sequence[str] = (), vocabulary: Vocabulary | None = None
+) -> Layout:
     """The units and marks of a request's view; `markers` are the keys that mark a breakpoint
     (default: the split's own). A value in the API's documented shorthand is counted in its
     long form (Anthropic: a string `content` or `system` is one text block), so both forms have
-    the same digests."""
+    the same digests. `vocabulary` (the provider's words for the request's model) says from
+    which level each setting keys the cache."""
     keys = tuple(markers or split.markers)
     units: list[Unit] = []
     marks: list[Mark] = []
@@ -136,7 +139,7 @@ def layout(split: RequestSplit, markers: Sequence[str] = ()) -> Layout:
             units.append(Unit(pointer, name, len(text), conversation, digest))
             if found:
                 marks.append(Mark(len(units), found[-1], pointer))
-    vocabulary = vocabulary_for(split.provider)
+    vocabulary = vocabulary or vocabulary_for(split.provider)
     settings = split.view.settings
     by_rank: dict[int, dict[str, Any]] = {}
     early: dict[str, Any] = {}

@@ -58,10 +58,6 @@ __all__ = [
     "ttl_seconds",
 ]
 
-# Caching modes that cache an exact prefix of the prompt: every boundary of a written prefix is
-# readable (OpenAI's automatic caching, Gemini's implicit caching). Breakpoint providers keep an
-# entry at each breakpoint only; DeepSeek hits only whole prefix units (a request's end).
-PREFIX_MODES: Final = frozenset({"automatic", "implicit"})
 _TTL: Final = re.compile(r"(?P<n>\d+)\s*(?P<unit>[smhd])")
 _UNIT: Final = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -335,7 +331,9 @@ def _request(
                 if start is not None and seconds is not None:
                     entry.expires_at = max(entry.expires_at or 0.0, start + seconds)
     done = timing.end if timing.end is not None else start
-    prefixes = analysis.caching.mode in PREFIX_MODES
+    # an exact-prefix cache reads any prefix of what it wrote; explicit breakpoints (OpenAI's
+    # explicit mode, Claude's checkpoints on Bedrock) are read at the breakpoints only
+    prefixes = analysis.caching.mode == "implicit" or analysis.implicit
     if analysis.caching.mode == "units":
         _common_unit(cache, analysis, covered, minimum, tok, timing)
     for write in sorted(analysis.writes, key=lambda w: w.after):

@@ -38,13 +38,13 @@ from typing import Final, NamedTuple
 import msgspec
 
 from harness._shared._views import OPAQUE, CacheView, RequestSplit, prompt_size
-from harness.cache._analysis import Analysis, analyse
+from harness.cache._analysis import Analysis, analyse, scope_of
 from harness.cache._extends import cut_like, opaque_cut, strip_pair
 from harness.cache._links import CONVERSATION_BLOCKS, Link, link_of
 from harness.drift._compare import compare
 from harness.drift._report import DriftReport, Loss
 from harness.providers._pack import Caching, rules_pack
-from harness.providers._registry import provider_named
+from harness.providers._registry import provider_named, vocabulary_of
 
 __all__ = ["Judged", "block_keyed", "judge", "judge_pair", "uncached"]
 
@@ -107,12 +107,14 @@ def judge(a: Link, b: Link, *, labels: tuple[str, str] | None = None) -> Judged 
     if _same(prefix, candidate) or _goes_back(a, b, markers, shorthand):
         return None
     loss = _loss(a, b, labels[0] if labels else f"request {a.number}")
+    model, surface = scope_of(b.request)
     report = compare(
         prefix,
         candidate,
         label_a=labels[0] if labels else f"request {a.number} (cacheable prefix)",
         label_b=labels[1] if labels else f"request {b.number}",
         loss=loss,
+        vocabulary=vocabulary_of(b.split.provider, model, surface),
     )
     if report.identical:
         return None

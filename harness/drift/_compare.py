@@ -23,6 +23,7 @@ from harness._shared._reasons import (
     GENERIC,
     MODEL_CHANGED,
     Reason,
+    Vocabulary,
     vocabulary_for,
 )
 from harness._shared._views import (
@@ -79,6 +80,7 @@ def compare(
     label_b: str = "actual",
     caching: str | None = None,
     loss: Loss | None = None,
+    vocabulary: Vocabulary | None = None,
 ) -> DriftReport:
     """The drift from `a` (expected) to `b` (actual), as a provider's prompt cache sees it.
 
@@ -120,7 +122,8 @@ def compare(
     settings_a, settings_b = doc_a[SETTINGS], doc_b[SETTINGS]
     settings_changed = _changed_keys(settings_a, settings_b)
 
-    vocabulary = vocabulary_for(b.provider if b.provider == a.provider else a.provider)
+    if vocabulary is None:
+        vocabulary = vocabulary_for(b.provider if b.provider == a.provider else a.provider)
     changed = [key for key in order if _enc_member(doc_a, key) != _enc_member(doc_b, key)]
     setting = setting_reason(vocabulary, settings_changed, order)
     if encode_json(settings_a) != encode_json(settings_b) and setting is None:

@@ -79,14 +79,16 @@ def prewarm(
     return None
 
 
-def vocabulary(provider: str) -> Vocabulary:
-    """The words the pack gives `provider`'s settings; a provider the pack knows reports a
-    setting no row names as unknown (its cache effect unknown) rather than a certain break."""
+def vocabulary(provider: str, model: str | None = None, surface: str = "") -> Vocabulary:
+    """The words the pack gives `provider`'s settings (for `model` on `surface`: a per-model row
+    before the model-independent one); a provider the pack knows reports a setting no row names
+    as unknown (its cache effect unknown) rather than a certain break."""
     pack = rules_pack()
     if not pack.knows(provider):
         return Vocabulary()
     settings: dict[str, Reason] = {}
-    for field, row in pack.settings(provider).items():
+    rows = pack.settings_for(provider, model, surface) if model else pack.settings(provider)
+    for field, row in rows.items():
         if row.effect == "bookkeeping":
             continue
         effect: Effect = "retention" if row.effect == "retention" else "breaks"

@@ -68,7 +68,6 @@ def responses(**extra: Any) -> dict[str, Any]:
             chat(prompt_cache_key="agent-2"),
             "prompt_cache_key_changed",
         ),
-        (chat(tool_choice="auto"), chat(tool_choice="required"), "tool_choice_changed"),
         (
             chat(parallel_tool_calls=True),
             chat(parallel_tool_calls=False),
@@ -76,7 +75,7 @@ def responses(**extra: Any) -> dict[str, Any]:
         ),
         (chat(), chat(model="gpt-other"), "model_changed"),
     ],
-    ids=["effort", "tier", "cache-key", "tool-choice", "parallel", "model"],
+    ids=["effort", "tier", "cache-key", "parallel", "model"],
 )
 def test_openai_chat_settings_are_named(
     before: dict[str, Any], after: dict[str, Any], verdict: str
@@ -85,6 +84,17 @@ def test_openai_chat_settings_are_named(
     assert (report.block, report.verdict) == ("settings", verdict)
     assert report.prefix_bytes_kept == 0  # OpenAI caches the exact prefix: all of it is lost
     assert report.summary.startswith(f"{verdict}: settings changed (")
+
+
+def test_an_openai_tool_choice_change_keeps_the_prefix() -> None:
+    # the guide: "Disable tool use for a request. Set tool_choice to "none" instead of removing
+    # the tool definitions": it is how to change tool use without touching the cached prefix
+    report = compare(
+        view(chat(tool_choice="auto"), CHAT_URL), view(chat(tool_choice="none"), CHAT_URL)
+    )
+    assert report.identical
+    moved = compare(view(chat(), CHAT_URL), view(chat(parallel_tool_calls=False), CHAT_URL))
+    assert moved.verdict == "parallel_tool_calls_changed"  # its near miss
 
 
 def test_responses_uses_its_own_diagnostics_words() -> None:

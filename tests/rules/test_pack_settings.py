@@ -295,9 +295,10 @@ def test_settings_are_looked_up_per_model_and_surface() -> None:
     assert pack.settings("anthropic")["thinking"] is anyone  # Pack.settings: model-independent
     effort = pack.setting("anthropic", "output_config.effort", "claude-haiku-5-5")
     assert effort is not None and effort.absent == ("medium",)
-    for field in ("output_config.format", "context_management"):
+    # a format comes with a system prompt of its own (structured outputs): system level on
+    for field, level in (("output_config.format", "system"), ("context_management", "messages")):
         row = pack.setting("anthropic", field, "claude-opus-5")
-        assert row is not None and (row.effect, row.level) == ("keys-cache", "messages"), field
+        assert row is not None and (row.effect, row.level) == ("keys-cache", level), field
     claude = pack.setting("bedrock", "toolChoice", SONNET_45)
     llama = pack.setting("bedrock", "toolChoice", "meta.llama3-70b-instruct-v1:0")
     assert claude is not None and (claude.level, claude.absent) == ("messages", ({"auto": {}},))
