@@ -1,12 +1,16 @@
 """The Anthropic Messages shape: `/v1/messages` (JSON or events), `/v1/messages/count_tokens`.
 
 Also Claude on Vertex (`:rawPredict`, `:streamRawPredict`) and on Bedrock's `/invoke`, which take
-the same body and answer the same message.
+the same body and answer the same message. A request that continues a server-held thread
+(`"thread": {"type": "continue", "previous_message_id": ...}`, the anthropic SDK's tool runner
+default since 2.17) carries only its new turn; the stand-in's message ids hold their turn's
+number (`msg_standin003`), so the turn it gets still depends on the request alone.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -16,6 +20,7 @@ from harness.upstream._shape import Reply, assistant_runs, error, json_reply, ss
 __all__ = ["AnthropicMessages"]
 
 _ASSISTANT: Final = frozenset({"assistant"})
+_MESSAGE_ID: Final = re.compile(r"msg_standin(\d{3})")
 
 
 class AnthropicMessages:
@@ -34,7 +39,7 @@ class AnthropicMessages:
     def answered(self, body: Mapping[str, Any]) -> int:
         messages = body.get("messages")
         items = messages if isinstance(messages, list) else []
-        return assistant_runs((_role(message) for message in items), _ASSISTANT)
+        return _held(body) + assistant_runs((_role(message) for message in items), _ASSISTANT)
 
     def offered(self, body: Mapping[str, Any]) -> list[str]:
         tools = body.get("tools")
@@ -85,6 +90,19 @@ class AnthropicMessages:
         }
         streamed = body.get("stream") is True or path.endswith(":streamRawPredict")
         return _events(message) if streamed else json_reply(message)
+
+
+def _held(body: Mapping[str, Any]) -> int:
+    """How many answers the server holds for a thread this request continues: up to and
+    including the message it names (one, for an id that is not the stand-in's)."""
+    thread = body.get("thread")
+    if not isinstance(thread, Mapping):
+        return 0
+    previous = thread.get("previous_message_id")
+    if not isinstance(previous, str):
+        return 0
+    found = _MESSAGE_ID.fullmatch(previous)
+    return int(found.group(1)) + 1 if found else 1
 
 
 def _role(message: object) -> str | None:

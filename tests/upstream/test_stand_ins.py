@@ -107,6 +107,34 @@ def test_openai_responses_stream_and_continue_a_stored_response() -> None:
     assert follow.usage is not None and follow.usage.input_tokens_details.cached_tokens == 0
 
 
+def test_the_anthropic_tool_runner_on_a_server_held_thread_reaches_its_last_turn() -> None:
+    anthropic = pytest.importorskip("anthropic")
+    if not hasattr(anthropic, "beta_tool"):
+        pytest.skip("an anthropic without the tool runner")
+
+    @anthropic.beta_tool
+    def get_weather(city: str) -> str:
+        """The weather in a city."""
+        return f"sunny in {city}"
+
+    stand_in = StandIn([tool_call("get_weather", {"city": c}) for c in ("Paris", "Rome")])
+    client = anthropic.Anthropic(api_key="k", http_client=httpx2.Client(transport=stand_in))
+    runner = client.beta.messages.tool_runner(
+        model="m",
+        max_tokens=9,
+        tools=[get_weather],
+        messages=[{"role": "user", "content": "Weather?"}],
+        max_iterations=6,
+    )
+    assert [message.stop_reason for message in runner] == ["tool_use", "tool_use", "end_turn"]
+    # the continuations carry only the tool's result: their turn is read from the message id
+    threads = [received.body.get("thread") for received in stand_in.requests]
+    assert threads[1:] == [
+        {"type": "continue", "previous_message_id": f"msg_standin00{turn}"} for turn in (0, 1)
+    ]
+    assert [received.turn for received in stand_in.requests] == [0, 1, 2]
+
+
 def test_an_unnamed_tool_call_calls_the_first_tool_offered_and_parallel_calls_share_a_turn() -> (
     None
 ):
