@@ -191,8 +191,17 @@ def _print_rules(found: list[RuleFinding], *, fmt: str) -> None:
         for line in rules_markdown(found):
             out(line)
     else:
-        out(f"\ncache rules ({len(found)} finding(s)):")
-        for finding in found:
+        # a toy request under the model's minimum is counted, not listed (harness lint lists it),
+        # as in the pytest summary: a tutorial's check would be all `info below-minimum` lines
+        listed = [f for f in found if not (f.severity == "info" and f.rule == "below-minimum")]
+        toys = len(found) - len(listed)
+        head = f"\ncache rules ({len(found)} finding(s)"
+        if toys:
+            head += (
+                f"; {toys} request(s) under the model's minimum not listed: harness lint lists them"
+            )
+        out(f"{head}){':' if listed else ''}")
+        for finding in listed:
             out(f"  {finding.to_text()}")
 
 

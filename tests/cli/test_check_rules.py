@@ -52,6 +52,27 @@ def test_check_passes_on_a_warning_unless_it_fails_on_it(
     assert code == 0 and '{"finding":{"rule":"below-minimum","severity":"warning"' in out
 
 
+def test_check_counts_a_toy_request_under_the_minimum_and_lists_the_rest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # issue 34: a tutorial's toy request (no marker, under the minimum) is an info: counted
+    record_cassette(cassettes(tmp_path) / "test_toy.json", responses(50), url=RESPONSES_URL)
+    code, out = cli(capsys, "check", str(tmp_path / "fixtures"))
+    assert code == 0 and "info below-minimum" not in out, out
+    assert (
+        "cache rules (1 finding(s); 1 request(s) under the model's minimum not listed:"
+        " harness lint lists them)"
+    ) in out
+    assert out.rstrip().endswith("harness check: 1 cassettes, no finding")
+    # near miss: a marked request under the minimum is a warning, listed beside the count
+    record_cassette(cassettes(tmp_path) / "test_small.json", claude(500, model="claude-opus-4-6"))
+    code, out = cli(capsys, "check", str(tmp_path / "fixtures"))
+    assert code == 0 and "warning below-minimum: nothing is cached: 500 tokens" in out
+    assert "cache rules (2 finding(s); 1 request(s) under the model's minimum not listed" in out
+    code, out = cli(capsys, "check", str(tmp_path / "fixtures"), "--format", "json")
+    assert '"rule":"below-minimum","severity":"info"' in out  # JSON keeps every finding
+
+
 def test_check_lists_a_gate_break_of_uncertain_effect_as_a_warning(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
