@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from harness.cache._replay import Lookup
 from harness.rules._engine import Finding, Rule, Session, Severity
 
 __all__ = ["LookbackExceeded", "PrefixBroken", "UnknownModel", "WriteNeverRead"]
@@ -51,7 +52,7 @@ class LookbackExceeded(Rule):
                     yield session.finding(
                         self,
                         step.index,
-                        f"the breakpoint at {lookup.mark.pointer} is {lookup.distance} blocks"
+                        f"the breakpoint at {lookup.mark.pointer} is {_distance(lookup)}"
                         f" after the cache entry request {session.offset + entry.owner} wrote at"
                         f" {entry.pointer}; a breakpoint looks back at most {lookup.reach}"
                         f" blocks, so ~{max(entry.tokens - read, 0):,} cached tokens are written"
@@ -72,6 +73,16 @@ class LookbackExceeded(Rule):
                 f"{len(analysis.marks)} breakpoints: matching considers only the latest"
                 f" {row.reach}, so an entry written at an earlier one is not found",
             )
+
+
+def _distance(lookup: Lookup) -> str:
+    """How far back the entry is, in the provider's positions (and blocks where they differ)."""
+    if lookup.blocks in (0, lookup.distance):
+        return f"{lookup.distance} blocks"
+    return (
+        f"{lookup.distance} positions ({lookup.blocks} blocks; a run of parallel tool_use or"
+        " tool_result blocks counts as one)"
+    )
 
 
 class WriteNeverRead(Rule):
