@@ -24,7 +24,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from harness.cache._analysis import scope_of
 from harness.cache._replay import Lookup
+from harness.providers._classify import prewarm
 from harness.rules._engine import Finding, Rule, Session, Severity
 
 __all__ = ["LookbackExceeded", "PrefixBroken", "UnknownModel", "WriteNeverRead"]
@@ -116,13 +118,31 @@ class WriteNeverRead(Rule):
                     continue
                 if id(entry) in missed or id(entry) in expired:
                     continue
+                warmed = _prewarm(session, entry.owner)
+                what = (
+                    f"the pre-warm ({warmed}) writes ~{entry.tokens:,} tokens up to"
+                    f" {entry.pointer}, which is"
+                    if warmed
+                    else f"the cache write of ~{entry.tokens:,} tokens up to {entry.pointer} is"
+                )
                 yield session.finding(
                     self,
                     entry.owner,
-                    f"the cache write of ~{entry.tokens:,} tokens up to {entry.pointer} is never"
-                    " read by a later request of the file: its write premium buys nothing",
+                    f"{what} never read by a later request of the file: its write premium buys"
+                    " nothing",
                     pointer=entry.pointer,
                 )
+
+
+def _prewarm(session: Session, index: int) -> str | None:
+    """The field that makes request `index` a pre-warm (OpenAI's prompt_cache_options.prewarm,
+    a rules-pack row's `prewarm` values), or None for an ordinary request."""
+    analysis = session.analyses[index] if 0 <= index < len(session.analyses) else None
+    if analysis is None:
+        return None
+    split = analysis.split
+    model, surface = scope_of(analysis.request)
+    return prewarm(split.provider, {**split.view.settings, **split.bookkeeping}, model, surface)
 
 
 class PrefixBroken(Rule):

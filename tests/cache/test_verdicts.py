@@ -259,3 +259,27 @@ def test_a_thinking_change_says_the_earlier_levels_some_models_lose(
     code, report = diff(tmp_path, capsys, first, choice)
     assert (code, report["verdict"]) == (1, "tool_choice_changed")
     assert not any("on some models" in note for note in report.get("notes", []))
+
+
+def test_an_unread_pre_warm_is_named_as_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def asked(at: str, max_tokens: int) -> dict[str, Any]:
+        body = marked_turn(f"[request at {at}] What changed? " + "x" * 2000)
+        body["max_tokens"] = max_tokens
+        return body
+
+    def unread(*bodies: dict[str, Any]) -> list[str]:
+        path = tmp_path / "session.jsonl"
+        path.write_text("\n".join(line(b, ANTHROPIC_URL) for b in bodies) + "\n")
+        main(["lint", str(path), "--format", "json"])
+        found = json.loads(capsys.readouterr().out)["findings"]
+        return [f["message"] for f in found if f["rule"] == "write-never-read"]
+
+    # a pre-warm (max_tokens 0) whose prefix the real request cannot read (a timestamp in the
+    # marked block): the warning says the pre-warm bought nothing
+    warmed = unread(asked("10:10", 0), asked("10:11", 1024), asked("10:12", 1024))
+    assert warmed[0].startswith("the pre-warm (max_tokens) writes ~")
+    # near miss: an ordinary request is an ordinary unread write
+    plain = unread(asked("10:10", 1024), asked("10:11", 1024), asked("10:12", 1024))
+    assert plain and all(m.startswith("the cache write of ~") for m in plain)
