@@ -121,6 +121,12 @@ def prove_stable(request: pytest.FixtureRequest, header_capture: Any) -> Callabl
         except HeaderDrift as drift:
             report_drift(item, drift, seed)
             raise
+        except HarnessError as error:  # a build that returned no header, a bad argument...
+            # before `except Exception` below: it is one line, with no traceback
+            if isinstance(error, AssertionError):
+                raise
+            notes = "".join(f"\n{note}" for note in getattr(error, "__notes__", ()))
+            fail(f"harness: {error}{notes}")
         except Exception as error:
             if item.get_closest_marker(MARKER) is None and _reached_for_the_network(error):
                 error.add_note(
@@ -130,11 +136,6 @@ def prove_stable(request: pytest.FixtureRequest, header_capture: Any) -> Callabl
                     " harness_upstream stand-in)"
                 )
             raise
-        except HarnessError as error:  # a build that returned no header, a bad argument...
-            if isinstance(error, AssertionError):
-                raise
-            notes = "".join(f"\n{note}" for note in getattr(error, "__notes__", ()))
-            fail(f"harness: {error}{notes}")
 
     return prove
 
