@@ -241,6 +241,12 @@ def test_an_image_added_in_a_new_turn_loses_the_messages_cache_only(
     ]
     code, report = diff(tmp_path, capsys, with_image, next_turn)
     assert (code, report["verdict"]) == (0, "extends")
+    # the gate: an image sent on purpose loses the messages by the provider's design, so it is
+    # reported as a warning, never a failure; a tool added the same turn is still an error
+    assert lint(tmp_path, capsys, first, with_image) == [("prefix-broken", "warning", 1)]
+    tooled = copy.deepcopy(with_image)
+    tooled["tools"] = [{"name": "zoom", "description": "Zoom in.", "input_schema": {}}]
+    assert ("prefix-broken", "error", 1) in lint(tmp_path, capsys, first, tooled)
 
 
 def test_a_thinking_change_says_the_earlier_levels_some_models_lose(
