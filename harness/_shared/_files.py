@@ -131,7 +131,8 @@ def decode(data: bytes, kind: type[T], path: Path | str) -> T:
         raise FixtureError(path, f"holds {envelope.kind!r}, expected {expected_kind!r}")
     known = type(envelope.format) is int and envelope.format in kind.READS
     if not known:
-        reads = " and ".join(str(v) for v in sorted(kind.READS))
+        *earlier, latest = (str(v) for v in sorted(kind.READS))
+        reads = f"{', '.join(earlier)} and {latest}" if earlier else latest
         raise FixtureError(
             path,
             f"has format version {envelope.format!r}; this harness reads version {reads}",

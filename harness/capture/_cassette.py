@@ -13,6 +13,15 @@ its start and end in milliseconds from then (which requests overlapped follows f
 order is deterministic (`stored_order`): requests one after the other keep the order they were
 sent in; requests in flight together are stored by what they are, whatever order they arrived
 and finished in, so re-recording unchanged concurrent code leaves the file as it was.
+
+Format 3 stores a conversation in size linear in its length: a request that extends an earlier
+request of the same list (the test's exchanges, or one `prove_stable` call's) is stored as that
+exchange's number, `extends`, and the `edits` that turn its body into this one (new messages, a
+moved cache marker, a grown message: `harness.capture._edits`). Reading rebuilds every body
+byte for byte (a `CaptureFile` in memory always holds whole requests, sharing what they have in
+common); `encode_cassette` writes the edits, only where rebuilding gives back the exact bytes.
+`harness show --requests` prints the whole requests; formats 1 and 2 still load, and `harness
+refresh` rewrites them as format 3.
 """
 
 from __future__ import annotations
@@ -24,8 +33,10 @@ from typing import Any, ClassVar, Final
 
 import msgspec
 
-from harness._shared._files import Versioned, read
+from harness._shared._errors import FixtureError
+from harness._shared._files import Versioned, decode, encode, read
 from harness._shared._secrets import Redaction
+from harness.capture._edits import Edit, apply_edits, edits_between
 
 __all__ = [
     "FRAMING",
@@ -36,6 +47,7 @@ __all__ = [
     "Proof",
     "Timing",
     "all_exchanges",
+    "encode_cassette",
     "load_cassette",
     "redacted",
     "request_record",
@@ -50,7 +62,9 @@ class HttpRequest(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True)
 
     The body is in exactly one of: `json` (the parsed body, when re-encoding it compactly gives
     back the exact bytes sent, which is what the SDKs send: readable and diffable), `text` (UTF-8
-    that is not such JSON) or `base64`.
+    that is not such JSON) or `base64`. In a format 3 file, a request may instead name the
+    earlier exchange it `extends` and the `edits` to that one's body (`json` or `text`); reading
+    the file rebuilds the body, so a request in memory always holds it whole.
     """
 
     method: str
@@ -59,6 +73,8 @@ class HttpRequest(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True)
     json: Any | msgspec.UnsetType = msgspec.UNSET
     text: str | msgspec.UnsetType = msgspec.UNSET
     base64: str | msgspec.UnsetType = msgspec.UNSET
+    extends: int | msgspec.UnsetType = msgspec.UNSET
+    edits: tuple[Edit, ...] | msgspec.UnsetType = msgspec.UNSET
 
     @property
     def body(self) -> bytes:
@@ -117,6 +133,11 @@ class Proof(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     units: tuple[str, ...] = ()
     exchanges: tuple[Exchange, ...] = ()
 
+    def __post_init__(self) -> None:
+        msgspec.structs.force_setattr(
+            self, "exchanges", _rebuilt(self.exchanges, "a prove_stable call's exchange")
+        )
+
 
 class CaptureFile(Versioned, frozen=True, kw_only=True, tag="harness/capture"):
     """A cassette: the test's requests and answers in order, then one entry per prove_stable.
@@ -126,11 +147,36 @@ class CaptureFile(Versioned, frozen=True, kw_only=True, tag="harness/capture"):
     wall-clock time (UTC, ISO 8601) the exchanges' `timing` counts from (format 2).
     """
 
-    READS: ClassVar[frozenset[int]] = frozenset({1, 2})
-    format: int = 2
+    READS: ClassVar[frozenset[int]] = frozenset({1, 2, 3})
+    format: int = 3
     started: str | msgspec.UnsetType = msgspec.UNSET
     exchanges: tuple[Exchange, ...] = ()
     proofs: tuple[Proof, ...] = ()
+    moves_header: str | msgspec.UnsetType = msgspec.UNSET
+
+    def __post_init__(self) -> None:
+        if self.format < 3 and any(
+            not isinstance(e.request.extends, msgspec.UnsetType)
+            for e in (*self.exchanges, *(e for p in self.proofs for e in p.exchanges))
+        ):
+            raise ValueError(f"format {self.format} has no requests that extend others (format 3)")
+        msgspec.structs.force_setattr(self, "exchanges", _rebuilt(self.exchanges, "exchange"))
+
+
+class _StoredProof(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """`Proof` as format 3 writes it: requests may be edits of earlier ones (never rebuilt)."""
+
+    units: tuple[str, ...] = ()
+    exchanges: tuple[Exchange, ...] = ()
+
+
+class _StoredCapture(Versioned, frozen=True, kw_only=True, tag="harness/capture"):
+    """`CaptureFile` as format 3 writes it (the same fields, in the same order)."""
+
+    format: int = 3
+    started: str | msgspec.UnsetType = msgspec.UNSET
+    exchanges: tuple[Exchange, ...] = ()
+    proofs: tuple[_StoredProof, ...] = ()
     moves_header: str | msgspec.UnsetType = msgspec.UNSET
 
 
@@ -228,6 +274,147 @@ def secret_values(capture: CaptureFile, redaction: Redaction) -> list[str]:
 def load_cassette(path: Path) -> CaptureFile:
     """Read a cassette strictly (a `FixtureError` names the file and the problem)."""
     return read(path, CaptureFile)
+
+
+# -- format 3: a request as what it adds to the one it extends ----------------------------------
+
+# How many earlier requests to the same endpoint a request is tried against: the latest one, or
+# (two conversations taking turns, an agent and its sub-agent) one or two before it.
+_CANDIDATES: Final = 3
+
+
+def encode_cassette(capture: CaptureFile, path: Path | str = "<cassette>") -> bytes:
+    """The bytes of `capture` as format 3 writes it: each request that extends an earlier one of
+    its list as `extends` and `edits`, where that is smaller and rebuilds the exact body.
+
+    The bytes are read back as `load_cassette` reads them before anything is written: a file
+    the reader would refuse (too large, nested too deeply) is refused here, in one line
+    naming it, and nothing is written.
+    """
+    stored = _StoredCapture(
+        started=capture.started,
+        exchanges=_stored(capture.exchanges),
+        proofs=tuple(
+            _StoredProof(units=p.units, exchanges=_stored(p.exchanges)) for p in capture.proofs
+        ),
+        moves_header=capture.moves_header,
+    )
+    data = encode(stored)
+    try:
+        decode(data, CaptureFile, path)
+    except FixtureError as error:
+        raise FixtureError(
+            path,
+            f"would be refused when read back, so it is not written: {error.problem}",
+            "split the test's conversation, or record fewer requests in one test",
+        ) from None
+    return data
+
+
+def _stored(exchanges: tuple[Exchange, ...]) -> tuple[Exchange, ...]:
+    """The exchanges with each request stored as edits of an earlier one where that is smaller."""
+    stored: list[Exchange] = []
+    for number, exchange in enumerate(exchanges, start=1):
+        request = exchange.request
+        edited = _as_edits(request, exchanges[: number - 1])
+        stored.append(
+            exchange if edited is None else msgspec.structs.replace(exchange, request=edited)
+        )
+    return tuple(stored)
+
+
+def _document(request: HttpRequest) -> tuple[str, Any] | None:
+    """The body an edit applies to: ("json", value) or ("text", string); None for base64."""
+    if isinstance(request.extends, int):
+        return None
+    if not isinstance(request.json, msgspec.UnsetType):
+        return "json", request.json
+    if isinstance(request.text, str):
+        return "text", request.text
+    return None
+
+
+def _as_edits(request: HttpRequest, earlier: tuple[Exchange, ...]) -> HttpRequest | None:
+    document = _document(request)
+    if document is None:
+        return None
+    form, body = document
+    whole = _encode_value(body) if form == "json" else body.encode("utf-8")
+    best: tuple[int, int, tuple[Edit, ...]] | None = None  # (size, number, edits)
+    tried = 0
+    for index in range(len(earlier) - 1, -1, -1):
+        base = earlier[index].request
+        if (base.method, base.url) != (request.method, request.url):
+            continue
+        found = _document(base)
+        if found is None or found[0] != form:
+            continue
+        tried += 1
+        edits = tuple(edits_between(found[1], body))
+        rebuilt = apply_edits(found[1], edits)
+        same = _encode_value(rebuilt) == whole if form == "json" else rebuilt == body
+        size = len(_encode_value(edits))
+        if same and size < len(whole) and (best is None or size < best[0]):
+            best = (size, index + 1, edits)
+        if tried == _CANDIDATES or (best is not None and best[0] * 4 < len(whole)):
+            break  # a small edit of the latest is what a conversation gives: look no further
+    if best is None:
+        return None
+    return msgspec.structs.replace(
+        request, json=msgspec.UNSET, text=msgspec.UNSET, extends=best[1], edits=best[2]
+    )
+
+
+_encode_value = msgspec.json.Encoder().encode
+
+
+def _rebuilt(exchanges: tuple[Exchange, ...], what: str) -> tuple[Exchange, ...]:
+    """The exchanges with every request that extends another rebuilt whole (a `ValueError`,
+    which msgspec reports as the file not matching its format, names the first that cannot)."""
+    if not any(
+        not isinstance(e.request.extends, msgspec.UnsetType)
+        or not isinstance(e.request.edits, msgspec.UnsetType)
+        for e in exchanges
+    ):
+        return exchanges
+    rebuilt: list[Exchange] = []
+    for number, exchange in enumerate(exchanges, start=1):
+        request = exchange.request
+        if isinstance(request.extends, int):
+            request = _rebuilt_request(request, rebuilt, f"{what} {number}")
+            exchange = msgspec.structs.replace(exchange, request=request)
+        elif not isinstance(request.edits, msgspec.UnsetType):
+            raise ValueError(f"{what} {number} has edits but extends no exchange")
+        rebuilt.append(exchange)
+    return tuple(rebuilt)
+
+
+def _rebuilt_request(request: HttpRequest, earlier: list[Exchange], where: str) -> HttpRequest:
+    extends = request.extends
+    assert isinstance(extends, int)
+    if not 1 <= extends <= len(earlier):
+        raise ValueError(f"{where} extends exchange {extends}, which is not an earlier one")
+    if any(
+        not isinstance(value, msgspec.UnsetType)
+        for value in (request.json, request.text, request.base64)
+    ):
+        raise ValueError(f"{where} both holds a body and extends exchange {extends}")
+    document = _document(earlier[extends - 1].request)
+    if document is None:
+        raise ValueError(f"{where} extends exchange {extends}, whose body is neither JSON nor text")
+    form, base = document
+    edits = request.edits if isinstance(request.edits, tuple) else ()
+    try:
+        body = apply_edits(base, edits)
+    except ValueError as error:
+        raise ValueError(f"{where}: {error}") from None
+    if form == "text":
+        if not isinstance(body, str):
+            raise ValueError(f"{where}: its edits turn a text body into a JSON value")
+        return msgspec.structs.replace(
+            request, text=body, extends=msgspec.UNSET, edits=msgspec.UNSET
+        )
+    return msgspec.structs.replace(request, json=body, extends=msgspec.UNSET, edits=msgspec.UNSET)
 
 
 def _signature(name: str, value: str) -> bool:

@@ -30,7 +30,7 @@ import msgspec
 from harness._shared import _printer
 from harness._shared._body_text import scan_exchanges
 from harness._shared._errors import CaptureError, CassetteMissing, CassetteSecretLeak
-from harness._shared._files import encode, read
+from harness._shared._files import read
 from harness._shared._record_mode import RecordMode
 from harness._shared._secret_shapes import SECRET_PATTERNS
 from harness._shared._secrets import Redaction
@@ -43,6 +43,7 @@ from harness.capture._cassette import (
     HttpResponse,
     Proof,
     all_exchanges,
+    encode_cassette,
     redacted,
     request_record,
     response_record,
@@ -339,7 +340,7 @@ class CaptureSession:
             for captured in self._requests:
                 secrets += self.redaction.secret_values(captured.headers)
         clean = redacted(capture, self.redaction)
-        data = encode(clean)
+        data = encode_cassette(clean, self.shown())
         findings = self.redaction.scan(data, sorted(set(secrets)))
         if not findings:  # what the bodies say once decompressed, unescaped, joined
             findings = scan_exchanges(all_exchanges(clean), self.redaction, sorted(set(secrets)))

@@ -17,6 +17,7 @@ import pytest
 from harness._shared._files import SecretWarning
 from harness.capture import CaptureSession
 from harness.cli import main
+from tests.support.cassettes import whole_document
 from tests.support.stand_ins import anthropic_message
 
 TOOLS = ["get_weather", "get_forecast", "geocode"]
@@ -107,7 +108,7 @@ def test_check_fails_on_unredacted_headers_and_key_shaped_strings(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = record(tmp_path / "leaky.json")
-    data = json.loads(path.read_text())
+    data = whole_document(path)
     headers = data["exchanges"][0]["request"]["headers"]
     data["exchanges"][0]["request"]["headers"] = [
         [name, "plain-value-123456" if name == "authorization" else value]
