@@ -39,6 +39,7 @@ from harness._shared._secrets import Redaction
 from harness.capture._edits import Edit, apply_edits, edits_between
 
 __all__ = [
+    "CASSETTE_FORMAT",
     "FRAMING",
     "CaptureFile",
     "Exchange",
@@ -55,6 +56,9 @@ __all__ = [
     "secret_values",
     "without_timing",
 ]
+
+
+CASSETTE_FORMAT: Final = 3  # the format this harness writes
 
 
 class HttpRequest(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -147,15 +151,15 @@ class CaptureFile(Versioned, frozen=True, kw_only=True, tag="harness/capture"):
     wall-clock time (UTC, ISO 8601) the exchanges' `timing` counts from (format 2).
     """
 
-    READS: ClassVar[frozenset[int]] = frozenset({1, 2, 3})
-    format: int = 3
+    READS: ClassVar[frozenset[int]] = frozenset({1, 2, CASSETTE_FORMAT})
+    format: int = CASSETTE_FORMAT
     started: str | msgspec.UnsetType = msgspec.UNSET
     exchanges: tuple[Exchange, ...] = ()
     proofs: tuple[Proof, ...] = ()
     moves_header: str | msgspec.UnsetType = msgspec.UNSET
 
     def __post_init__(self) -> None:
-        if self.format < 3 and any(
+        if self.format < CASSETTE_FORMAT and any(
             not isinstance(e.request.extends, msgspec.UnsetType)
             for e in (*self.exchanges, *(e for p in self.proofs for e in p.exchanges))
         ):
@@ -173,7 +177,7 @@ class _StoredProof(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True
 class _StoredCapture(Versioned, frozen=True, kw_only=True, tag="harness/capture"):
     """`CaptureFile` as format 3 writes it (the same fields, in the same order)."""
 
-    format: int = 3
+    format: int = CASSETTE_FORMAT
     started: str | msgspec.UnsetType = msgspec.UNSET
     exchanges: tuple[Exchange, ...] = ()
     proofs: tuple[_StoredProof, ...] = ()

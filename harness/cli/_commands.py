@@ -16,12 +16,20 @@ import msgspec
 from harness._shared._errors import (
     EXIT_DRIFT,
     FixtureError,
+    SecretLeak,
 )
-from harness._shared._files import write_files
+from harness._shared._files import write_atomic, write_files
 from harness._shared._paths import FIXTURES, pins_root, project_fixtures, refuse_linked_folder
 from harness._shared._printer import annotation, write_step_summary
-from harness.capture._audit import CassetteAudit, audit_cassette, find_cassettes, summary_lines
-from harness.capture._cassette import load_cassette
+from harness._shared._secrets import Redaction
+from harness.capture._audit import (
+    CassetteAudit,
+    audit_cassette,
+    find_cassettes,
+    summary_lines,
+    whole_requests,
+)
+from harness.capture._cassette import CASSETTE_FORMAT, encode_cassette, load_cassette
 from harness.capture._prefix import PrefixChain
 from harness.cli._diff import diff_files
 from harness.cli._lint import caches, check_findings, project_policy, rules_markdown
@@ -291,7 +299,10 @@ def cmd_record(args: argparse.Namespace) -> int:
 
 
 def cmd_refresh(args: argparse.Namespace) -> int:
-    for fixture in _fixtures(args.paths):
+    fixtures, cassettes = _targets(args.paths)
+    for path in cassettes:
+        _refresh_cassette(path)
+    for fixture in fixtures:
         refuse_linked_folder(fixture.folder)
         before = replay_fixture(fixture)
         if before.run is None:
@@ -311,6 +322,23 @@ def cmd_refresh(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _refresh_cassette(path: Path) -> None:
+    """Rewrite a cassette in the format this harness writes (format 3), the same requests byte
+    for byte; a file already in it is left alone."""
+    refuse_linked_folder(path.parent)
+    capture = load_cassette(path)
+    data = encode_cassette(capture, path)
+    findings = Redaction().scan(data)
+    if findings:
+        raise SecretLeak(str(path), findings)
+    if not write_atomic(path, data):
+        out(f"{path}: unchanged")
+    elif capture.format != CASSETTE_FORMAT:
+        out(f"{path}: rewrote format {capture.format} as format {CASSETTE_FORMAT}")
+    else:
+        out(f"{path}: rewrote it")
+
+
 def cmd_diff(args: argparse.Namespace) -> int:
     report = diff_files(Path(args.a), Path(args.b))
     if args.format == "markdown":
@@ -327,10 +355,17 @@ def cmd_show(args: argparse.Namespace) -> int:
     from harness.scenarios._pins import load_pin
 
     fixtures, cassettes = _targets(args.paths)
+    wanted = args.request or ()
     with project_policy(args):
         for path in cassettes:
-            for line in summary_lines(path, load_cassette(path), caching=caches):
-                out(line)
+            capture = load_cassette(path)
+            if not wanted:
+                for line in summary_lines(path, capture, caching=caches):
+                    out(line)
+            if wanted or args.requests:
+                out(f"{path}: the requests as they were sent")
+                for line in whole_requests(capture, wanted):
+                    out(line)
     for fixture in fixtures:
         scenario = fixture.scenario
         out(f"{scenario.name}: {scenario.description}")

@@ -127,7 +127,10 @@ def parser() -> argparse.ArgumentParser:
     record.add_argument("scenarios", nargs="+", help="scenario folders or names under fixtures/")
 
     refresh = add(
-        "refresh", cmd_refresh, "rewrite logs, requests and pins from replay; print what changed"
+        "refresh",
+        cmd_refresh,
+        "rewrite logs, requests and pins from replay, and cassettes in the current format (3);"
+        " print what changed",
     )
     refresh.add_argument("paths", nargs="*")
 
@@ -146,6 +149,18 @@ def parser() -> argparse.ArgumentParser:
         "summarise scenario folders and cassettes (per request: what it caches under the rules)",
     )
     show.add_argument("paths", nargs="*")
+    show.add_argument(
+        "--requests",
+        action="store_true",
+        help="after each cassette's summary, every request whole, as it was sent",
+    )
+    show.add_argument(
+        "--request",
+        action="append",
+        metavar="N",
+        help="only this request of each cassette, whole (N, or C.N for prove_stable call C's"
+        " exchange N); repeat it for more",
+    )
 
     lint_arguments(
         add(
