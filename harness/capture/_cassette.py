@@ -199,15 +199,21 @@ _SIGV4: Final = "aws4-hmac-sha256"
 
 
 def request_record(
-    method: str, url: str, headers: Sequence[tuple[str, str]], body: bytes
+    method: str,
+    url: str,
+    headers: Sequence[tuple[str, str]],
+    body: bytes,
+    exact: Any = msgspec.UNSET,
 ) -> HttpRequest:
-    """A request as the cassette stores it (not yet redacted: `redacted` does that)."""
+    """A request as the cassette stores it (not yet redacted: `redacted` does that). `exact` is
+    the body already decoded, when it is known to encode to exactly `body`."""
     kept = tuple(
         (name, value)
         for name, value in headers
         if not _volatile_request_header(name) and not _signature(name, value)
     )
-    return HttpRequest(method=method, url=url, headers=kept, **_body_fields(body, sse=False))
+    fields = {"json": exact} if exact is not msgspec.UNSET else _body_fields(body, sse=False)
+    return HttpRequest(method=method, url=url, headers=kept, **fields)
 
 
 def response_record(status: int, headers: Sequence[tuple[str, str]], body: bytes) -> HttpResponse:

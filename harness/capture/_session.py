@@ -35,7 +35,7 @@ from harness._shared._record_mode import RecordMode
 from harness._shared._secret_shapes import SECRET_PATTERNS
 from harness._shared._secrets import Redaction
 from harness._shared._views import CacheView
-from harness.capture._captured import Captured, split_exchange
+from harness.capture._captured import Bodies, Captured, split_exchange
 from harness.capture._cassette import (
     CaptureFile,
     Exchange,
@@ -62,6 +62,8 @@ from harness.capture._recording import Recording
 from harness.capture._timing import Clock, same_but_timing, stored_order
 
 __all__ = ["CaptureSession", "Finished"]
+
+_encode = msgspec.json.Encoder().encode
 
 
 class Finished(NamedTuple):
@@ -127,6 +129,7 @@ class CaptureSession:
         ):
             self._recorded = read(cassette, CaptureFile)
         self._requests: list[Captured] = []
+        self._bodies = Bodies()
         self._out: list[Exchange] = []
         self._used: set[int] = set()
         self._positions: dict[tuple[str, str], int] = {}
@@ -367,8 +370,11 @@ class CaptureSession:
         sent = self.clock.now()
         with self.lock:
             proof = next((state for state in self._proofs if state.build is not None), None)
-            split = split_exchange(method, url, headers, body)
+            decoded, exact = self._bodies.decoded(method, url, body)
+            split = split_exchange(method, url, headers, body, decoded)
             captured = Captured(len(self._requests) + 1, method, url, tuple(headers), body, split)
+            if exact and _encode(decoded) == body:  # (a provider's split changed nothing)
+                captured.hold(decoded)  # shared with the requests before it, not bytes again
             captured.sent_ns = sent
             self.hosts_seen.add((urlsplit(url).hostname or "").lower())
             if proof is not None:
@@ -445,7 +451,9 @@ class CaptureSession:
             return self._default_upstreams[key]
 
     def request_of(self, captured: Captured) -> HttpRequest:
-        return request_record(captured.method, captured.url, captured.headers, captured.body)
+        held = captured.held
+        body = captured.body if held is msgspec.UNSET else b""
+        return request_record(captured.method, captured.url, captured.headers, body, held)
 
     def exchange_of(
         self, captured: Captured, response: HttpResponse, ended: int | None = None
