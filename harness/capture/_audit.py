@@ -27,7 +27,13 @@ from harness._shared._files import read_checked
 from harness._shared._paths import CASSETTES, FIXTURES
 from harness._shared._secrets import REDACTED, Redaction
 from harness.capture._captured import Captured, split_exchange
-from harness.capture._cassette import CaptureFile, Exchange, HttpRequest, load_cassette
+from harness.capture._cassette import (
+    CaptureFile,
+    Exchange,
+    HttpRequest,
+    ReadCassette,
+    read_cassette,
+)
 from harness.capture._prefix import CONVERSATION_BLOCKS, PrefixBreak, PrefixChain, prefix_chain
 from harness.drift._tools import diff_tools
 from harness.providers import cache_usage
@@ -178,32 +184,44 @@ def _is_cassette(path: Path) -> bool:
 
 
 def captured_of(exchanges: Sequence[Exchange]) -> list[Captured]:
-    """Recorded exchanges as the requests a session captured (what the gate walks)."""
-    return [
-        Captured(
-            number,
-            e.request.method,
-            e.request.url,
-            e.request.headers,
-            e.request.body,
-            split_exchange(e.request.method, e.request.url, e.request.headers, e.request.body),
-            status=e.response.status,
-            source="cassette",
-        )
-        for number, e in enumerate(exchanges, start=1)
-    ]
+    """Recorded exchanges as the requests a session captured (what the gate walks). A body
+    stored as JSON is held as its value, shared with the requests before it, never encoded
+    again: a long conversation's requests take memory linear in its length."""
+    return [_captured(number, exchange) for number, exchange in enumerate(exchanges, start=1)]
 
 
-def audit_cassette(path: Path, redaction: Redaction | None = None) -> CassetteAudit:
-    """Read `path` strictly, then check its redaction, secrets and prefix chain."""
-    capture = load_cassette(path)
+def _captured(number: int, exchange: Exchange) -> Captured:
+    request = exchange.request
+    value = request.json
+    body = request.body if isinstance(value, msgspec.UnsetType) else b""
+    held = () if isinstance(value, msgspec.UnsetType) else (value,)
+    split = split_exchange(request.method, request.url, request.headers, body, *held)
+    captured = Captured(
+        number,
+        request.method,
+        request.url,
+        request.headers,
+        body,
+        split,
+        status=exchange.response.status,
+        source="cassette",
+    )
+    if held:
+        captured.hold(value)
+    return captured
+
+
+def audit_cassette(path: Path | ReadCassette, redaction: Redaction | None = None) -> CassetteAudit:
+    """Read `path` strictly (or take it as read), then check its redaction, secrets and prefix
+    chain."""
+    path, data, capture = path if isinstance(path, ReadCassette) else read_cassette(path)
     rules = redaction or Redaction()
     chain = prefix_chain(captured_of(capture.exchanges))
     for proof in capture.proofs:  # each prove_stable call's first build: a conversation of its own
         chain.add(prefix_chain(captured_of(proof.exchanges)))
     audit = CassetteAudit(path, capture, chain)
     audit.problems += _unredacted(capture, rules)
-    audit.problems += [f"holds {finding.describe()}" for finding in rules.scan(path.read_bytes())]
+    audit.problems += [f"holds {finding.describe()}" for finding in rules.scan(data)]
     if isinstance(capture.moves_header, str):
         audit.exempt_breaks, chain.breaks = chain.breaks, []
     return audit

@@ -136,14 +136,21 @@ def split_exchange(
 ) -> RequestSplit | None:
     """The cache split of a POST as sent (None for another method or no body): its provider's,
     or, when no provider claims it, the whole body as opaque bytes (`_opaque`), still gated.
-    `decoded` is the body already decoded (None: it is not JSON), when the caller has it."""
-    if method.upper() != "POST" or not body:
+    `decoded` is the body already decoded, when the caller has it (None: it is not JSON); then
+    `body` may be left empty when `decoded` encodes to exactly the bytes."""
+    if method.upper() != "POST":
         return None
     if decoded is _NOT_HELD:
+        if not body:
+            return None
         try:
             decoded = msgspec.json.decode(body)
         except msgspec.DecodeError:
             decoded = None
+    elif not body:
+        if decoded is None:
+            return None  # no body at all
+        body = _encode(decoded)  # only an opaque split reads the bytes
     if decoded is None:
         return opaque_split(body) if prompt_like(headers) else None
     split = split_request(decoded, url=url, headers=headers) if isinstance(decoded, dict) else None

@@ -29,12 +29,12 @@ from __future__ import annotations
 import base64
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, Final
+from typing import Any, ClassVar, Final, NamedTuple
 
 import msgspec
 
 from harness._shared._errors import FixtureError
-from harness._shared._files import Versioned, decode, encode, read
+from harness._shared._files import Versioned, decode, encode, read, read_checked, warn_if_secret
 from harness._shared._secrets import Redaction
 from harness.capture._edits import Edit, apply_edits, edits_between
 
@@ -46,10 +46,12 @@ __all__ = [
     "HttpRequest",
     "HttpResponse",
     "Proof",
+    "ReadCassette",
     "Timing",
     "all_exchanges",
     "encode_cassette",
     "load_cassette",
+    "read_cassette",
     "redacted",
     "request_record",
     "response_record",
@@ -284,6 +286,23 @@ def secret_values(capture: CaptureFile, redaction: Redaction) -> list[str]:
 def load_cassette(path: Path) -> CaptureFile:
     """Read a cassette strictly (a `FixtureError` names the file and the problem)."""
     return read(path, CaptureFile)
+
+
+class ReadCassette(NamedTuple):
+    """A cassette read once: its path, its bytes (the secret scan reads them) and its requests."""
+
+    path: Path
+    data: bytes
+    capture: CaptureFile
+
+
+def read_cassette(path: Path) -> ReadCassette:
+    """`load_cassette`, keeping the bytes: what `harness check` reads once and shares between
+    the audit, the rules and the cost model."""
+    data = read_checked(path)
+    capture = decode(data, CaptureFile, path)
+    warn_if_secret(path, data)
+    return ReadCassette(path, data, capture)
 
 
 # -- format 3: a request as what it adds to the one it extends ----------------------------------

@@ -29,7 +29,12 @@ from harness.capture._audit import (
     summary_lines,
     whole_requests,
 )
-from harness.capture._cassette import CASSETTE_FORMAT, encode_cassette, load_cassette
+from harness.capture._cassette import (
+    CASSETTE_FORMAT,
+    encode_cassette,
+    load_cassette,
+    read_cassette,
+)
 from harness.capture._prefix import PrefixChain
 from harness.cli._diff import diff_files
 from harness.cli._lint import caches, check_findings, project_policy, rules_markdown
@@ -37,6 +42,7 @@ from harness.cli._output import out, print_command
 from harness.cli.init._command import init_project
 from harness.cost._read import agreement_by_provider
 from harness.rules._engine import Finding as RuleFinding
+from harness.rules._inputs import cassette_sessions
 from harness.scenarios._check import (
     ScenarioCheck,
     check_fixture,
@@ -134,9 +140,14 @@ def cmd_check(args: argparse.Namespace) -> int:
     fixtures, cassettes = _targets(args.paths)
     with project_policy(args) as policy:
         checks = _check_all(fixtures, args.shuffle, args.seed)
-        audits = [audit_cassette(path) for path in cassettes]
-        found = check_findings(cassettes, policy)
-        agreements = agreement_by_provider(cassettes) if cassettes else {}
+        # Each cassette is read and decoded once; its sessions are analysed once and shared by
+        # the rules and the cost model's agreement.
+        reads = [read_cassette(path) for path in cassettes]
+        audits = [audit_cassette(read) for read in reads]
+        sessions = [s for read in reads for s in cassette_sessions(read.path, read.capture)]
+        del reads
+        found = check_findings(sessions, policy)
+        agreements = agreement_by_provider(cassettes, sessions) if cassettes else {}
     failed = [check for check in checks if not check.ok]
     broken = [audit for audit in audits if not audit.ok]
     errors = [finding for finding in found if finding.severity == "error"]

@@ -40,7 +40,7 @@ from harness.providers._pack import (
     rules_pack,
 )
 from harness.rules._analysis import analyse
-from harness.rules._engine import Finding
+from harness.rules._engine import Finding, Session
 from harness.rules._engine import Policy as RulesPolicy
 from harness.rules._inputs import requests_of_exchanges, sessions_of
 from harness.rules._project import policy_of, project_rules, rows_of
@@ -136,18 +136,18 @@ def finding_lines(findings: Sequence[Finding]) -> list[str]:
     return [finding.to_text() for finding in findings]
 
 
-def check_findings(cassettes: Sequence[Path], policy: RulesPolicy) -> list[Finding]:
-    """The rules' findings on `harness check`'s cassettes; the gate's certain breaks are the
-    audit's to report (its warnings, of uncertain effect, are findings here)."""
+def check_findings(sessions: Sequence[Session], policy: RulesPolicy) -> list[Finding]:
+    """The rules' findings on `harness check`'s cassettes (their sessions, read once); the
+    gate's certain breaks are the audit's to report (its warnings, of uncertain effect, are
+    findings here)."""
     found: list[Finding] = []
-    for path in cassettes:
-        for session in sessions_of([path]):
-            for finding in lint(session):
-                if finding.rule == "prefix-broken" and (
-                    finding.severity == "error" or session.moves_header
-                ):
-                    continue  # the audit reports these (a moves_header test's as expected)
-                found.append(policy.apply(finding))
+    for session in sessions:
+        for finding in lint(session):
+            if finding.rule == "prefix-broken" and (
+                finding.severity == "error" or session.moves_header
+            ):
+                continue  # the audit reports these (a moves_header test's as expected)
+            found.append(policy.apply(finding))
     return found
 
 
