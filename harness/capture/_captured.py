@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 import msgspec
 
 from harness._shared._views import CacheView, RequestSplit
+from harness.capture._cassette import HttpRequest, request_record
 from harness.capture._edits import apply_edits, edits_between
 from harness.providers import split_request
 from harness.providers._opaque import opaque_split, prompt_like
@@ -68,6 +69,12 @@ class Captured:
         """The value held for the body (`hold`), or `msgspec.UNSET` when the bytes are kept."""
         return msgspec.UNSET if self._body is not None else self._value
 
+    def stored(self) -> HttpRequest:
+        """The request as a cassette stores it (not yet redacted)."""
+        held = self.held
+        body = self.body if held is msgspec.UNSET else b""
+        return request_record(self.method, self.url, self.headers, body, held)
+
     @property
     def view(self) -> CacheView | None:
         return None if self.split is None else self.split.view
@@ -106,6 +113,19 @@ class Bodies:
 
     def __init__(self) -> None:
         self._latest: dict[tuple[str, str], Any] = {}
+
+    def captured(
+        self, number: int, method: str, url: str, headers: tuple[tuple[str, str], ...], body: bytes
+    ) -> Captured:
+        """The request as captured: split once, holding its decoded body when that encodes to
+        exactly the bytes sent (after the split, which must change nothing)."""
+        decoded, exact = self.decoded(method, url, body)
+        captured = Captured(
+            number, method, url, headers, body, split_exchange(method, url, headers, body, decoded)
+        )
+        if exact and _encode(decoded) == body:
+            captured.hold(decoded)
+        return captured
 
     def decoded(self, method: str, url: str, body: bytes) -> tuple[Any, bool]:
         """`body` as a JSON value (None when it is not JSON) and whether that value encodes to

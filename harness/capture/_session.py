@@ -35,7 +35,7 @@ from harness._shared._record_mode import RecordMode
 from harness._shared._secret_shapes import SECRET_PATTERNS
 from harness._shared._secrets import Redaction
 from harness._shared._views import CacheView
-from harness.capture._captured import Bodies, Captured, split_exchange
+from harness.capture._captured import Bodies, Captured
 from harness.capture._cassette import (
     CaptureFile,
     Exchange,
@@ -45,7 +45,6 @@ from harness.capture._cassette import (
     all_exchanges,
     encode_cassette,
     redacted,
-    request_record,
     response_record,
     secret_values,
 )
@@ -62,8 +61,6 @@ from harness.capture._recording import Recording
 from harness.capture._timing import Clock, same_but_timing, stored_order
 
 __all__ = ["CaptureSession", "Finished"]
-
-_encode = msgspec.json.Encoder().encode
 
 
 class Finished(NamedTuple):
@@ -370,11 +367,8 @@ class CaptureSession:
         sent = self.clock.now()
         with self.lock:
             proof = next((state for state in self._proofs if state.build is not None), None)
-            decoded, exact = self._bodies.decoded(method, url, body)
-            split = split_exchange(method, url, headers, body, decoded)
-            captured = Captured(len(self._requests) + 1, method, url, tuple(headers), body, split)
-            if exact and _encode(decoded) == body:  # (a provider's split changed nothing)
-                captured.hold(decoded)  # shared with the requests before it, not bytes again
+            number = len(self._requests) + 1
+            captured = self._bodies.captured(number, method, url, tuple(headers), body)
             captured.sent_ns = sent
             self.hosts_seen.add((urlsplit(url).hostname or "").lower())
             if proof is not None:
@@ -451,9 +445,7 @@ class CaptureSession:
             return self._default_upstreams[key]
 
     def request_of(self, captured: Captured) -> HttpRequest:
-        held = captured.held
-        body = captured.body if held is msgspec.UNSET else b""
-        return request_record(captured.method, captured.url, captured.headers, body, held)
+        return captured.stored()
 
     def exchange_of(
         self, captured: Captured, response: HttpResponse, ended: int | None = None

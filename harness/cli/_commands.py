@@ -39,7 +39,6 @@ from harness.capture._prefix import PrefixChain
 from harness.cli._diff import diff_files
 from harness.cli._lint import caches, check_findings, project_policy, rules_markdown
 from harness.cli._output import out, print_command
-from harness.cli.init._command import init_project
 from harness.cost._read import agreement_by_provider
 from harness.rules._engine import Finding as RuleFinding
 from harness.rules._inputs import cassette_sessions
@@ -399,4 +398,6 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_init(args: argparse.Namespace) -> int:
+    from harness.cli.init._command import init_project
+
     return init_project(Path(args.path), tests=args.tests, dry_run=args.dry_run, out=out)

@@ -25,6 +25,7 @@ import msgspec
 from harness._shared._errors import EXIT_DRIFT
 from harness._shared._paths import project_fixtures
 from harness.capture._cassette import Exchange
+from harness.cli._options import fail_on, rules_file
 from harness.cli._output import out
 from harness.providers._pack import (
     AnyRow,
@@ -46,42 +47,32 @@ from harness.rules._inputs import requests_of_exchanges, sessions_of
 from harness.rules._project import policy_of, project_rules, rows_of
 from harness.rules._registry import lint, registered_rules
 
-__all__ = ["add_arguments", "cmd_lint", "cmd_rules", "finding_lines", "project_policy"]
+__all__ = [
+    "add_arguments",
+    "cmd_lint",
+    "cmd_rules",
+    "finding_lines",
+    "project_policy",
+    "rules_arguments",
+]
 
 
-def add_arguments(
-    lint_parser: argparse.ArgumentParser, rules_parser: argparse.ArgumentParser
-) -> None:
-    lint_parser.add_argument(
+def add_arguments(command: argparse.ArgumentParser) -> None:
+    """`harness lint`'s arguments."""
+    command.add_argument(
         "paths",
         nargs="*",
         help="cassettes, folders of cassettes, request bodies (.json) or sessions (.jsonl);"
         " default ./fixtures",
     )
-    lint_parser.add_argument("--format", choices=("text", "json"), default="text")
-    fail_on(lint_parser)
-    rules_parser.add_argument("--format", choices=("text", "json"), default="text")
-    rules_file(rules_parser)
+    command.add_argument("--format", choices=("text", "json"), default="text")
+    fail_on(command)
 
 
-def fail_on(command: argparse.ArgumentParser) -> None:
-    command.add_argument(
-        "--fail-on",
-        default="",
-        metavar="RULE,...",
-        help="rules whose findings fail (exit 1), besides the errors; 'all' for every rule",
-    )
+def rules_arguments(command: argparse.ArgumentParser) -> None:
+    """`harness rules`'s arguments."""
+    command.add_argument("--format", choices=("text", "json"), default="text")
     rules_file(command)
-
-
-def rules_file(command: argparse.ArgumentParser) -> None:
-    command.add_argument(
-        "--rules",
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="the project's rules file (default: harness-rules.json here, when there is one)",
-    )
 
 
 @contextmanager

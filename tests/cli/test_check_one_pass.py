@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from harness._shared import _files
 from harness.cli import main
+from harness.cli._main import COMMANDS, resolve
 from harness.rules import _analysis, _engine
 from tests.support.bodies import claude, record_cassette
 
@@ -34,14 +36,16 @@ def test_each_cassette_is_read_once_and_each_request_analysed_once(
     analysed: Counter[int] = Counter()
     read_checked, analyse = _files.read_checked, _analysis.analyse
 
-    def counted_read(path: Path, *args: object) -> bytes:
+    def counted_read(path: Path, *args: Any, **kwargs: Any) -> bytes:
         reads[Path(path).name] += 1
-        return read_checked(path, *args)  # type: ignore[arg-type]
+        return read_checked(path, *args, **kwargs)
 
     def counted_analyse(request: _analysis.LintRequest) -> object:
         analysed[id(request)] += 1
         return analyse(request)
 
+    for command in COMMANDS:  # the CLI imports a command's modules when it runs: import them
+        resolve(command.run)  # now, or they would keep the counting functions for good
     for module in ("harness._shared._files", "harness.capture._cassette"):
         monkeypatch.setattr(f"{module}.read_checked", counted_read)
     monkeypatch.setattr(_engine, "analyse", counted_analyse)
