@@ -69,8 +69,8 @@ if TYPE_CHECKING:
         check_prefix_chain,
         prefix_chain,
     )
-    from harness.capture._proof import ProofRun, current_session
-    from harness.capture._session import CaptureSession, Finished
+    from harness.capture._proof import ProofRun
+    from harness.capture._session import CaptureSession, Finished, current_session
 
 # Each public name and the module it lives in: imported when first asked for, so importing one
 # part of the package (the cassette format, for `harness lint`) does not import the session,
@@ -108,7 +108,7 @@ _EXPORTS = {
     "check_prefix_chain": "harness.capture._prefix",
     "prefix_chain": "harness.capture._prefix",
     "ProofRun": "harness.capture._proof",
-    "current_session": "harness.capture._proof",
+    "current_session": "harness.capture._session",
     "CaptureSession": "harness.capture._session",
     "Finished": "harness.capture._session",
 }

@@ -19,7 +19,8 @@ request of the same list (the test's exchanges, or one `prove_stable` call's) is
 exchange's number, `extends`, and the `edits` that turn its body into this one (new messages, a
 moved cache marker, a grown message: `harness.capture._edits`). Reading rebuilds every body
 byte for byte (a `CaptureFile` in memory always holds whole requests, sharing what they have in
-common); `encode_cassette` writes the edits, only where rebuilding gives back the exact bytes.
+common); `harness.capture._writing` writes the edits, only where rebuilding gives back the exact
+bytes.
 `harness show --requests` prints the whole requests; formats 1 and 2 still load, and `harness
 refresh` rewrites them as format 3.
 """
@@ -33,10 +34,9 @@ from typing import Any, ClassVar, Final, NamedTuple
 
 import msgspec
 
-from harness._shared._errors import FixtureError
-from harness._shared._files import Versioned, decode, encode, read, read_checked, warn_if_secret
+from harness._shared._files import Versioned, decode, read, read_checked, warn_if_secret
 from harness._shared._secrets import Redaction
-from harness.capture._edits import Edit, apply_edits, edits_between
+from harness.capture._edits import Edit, apply_edits
 
 __all__ = [
     "CASSETTE_FORMAT",
@@ -49,7 +49,7 @@ __all__ = [
     "ReadCassette",
     "Timing",
     "all_exchanges",
-    "encode_cassette",
+    "body_document",
     "load_cassette",
     "read_cassette",
     "redacted",
@@ -167,23 +167,6 @@ class CaptureFile(Versioned, frozen=True, kw_only=True, tag="harness/capture"):
         ):
             raise ValueError(f"format {self.format} has no requests that extend others (format 3)")
         msgspec.structs.force_setattr(self, "exchanges", _rebuilt(self.exchanges, "exchange"))
-
-
-class _StoredProof(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
-    """`Proof` as format 3 writes it: requests may be edits of earlier ones (never rebuilt)."""
-
-    units: tuple[str, ...] = ()
-    exchanges: tuple[Exchange, ...] = ()
-
-
-class _StoredCapture(Versioned, frozen=True, kw_only=True, tag="harness/capture"):
-    """`CaptureFile` as format 3 writes it (the same fields, in the same order)."""
-
-    format: int = CASSETTE_FORMAT
-    started: str | msgspec.UnsetType = msgspec.UNSET
-    exchanges: tuple[Exchange, ...] = ()
-    proofs: tuple[_StoredProof, ...] = ()
-    moves_header: str | msgspec.UnsetType = msgspec.UNSET
 
 
 # Transport framing: the stored body is decoded, so these would lie on replay.
@@ -307,52 +290,8 @@ def read_cassette(path: Path) -> ReadCassette:
 
 # -- format 3: a request as what it adds to the one it extends ----------------------------------
 
-# How many earlier requests to the same endpoint a request is tried against: the latest one, or
-# (two conversations taking turns, an agent and its sub-agent) one or two before it.
-_CANDIDATES: Final = 3
 
-
-def encode_cassette(capture: CaptureFile, path: Path | str = "<cassette>") -> bytes:
-    """The bytes of `capture` as format 3 writes it: each request that extends an earlier one of
-    its list as `extends` and `edits`, where that is smaller and rebuilds the exact body.
-
-    The bytes are read back as `load_cassette` reads them before anything is written: a file
-    the reader would refuse (too large, nested too deeply) is refused here, in one line
-    naming it, and nothing is written.
-    """
-    stored = _StoredCapture(
-        started=capture.started,
-        exchanges=_stored(capture.exchanges),
-        proofs=tuple(
-            _StoredProof(units=p.units, exchanges=_stored(p.exchanges)) for p in capture.proofs
-        ),
-        moves_header=capture.moves_header,
-    )
-    data = encode(stored)
-    try:
-        decode(data, CaptureFile, path)
-    except FixtureError as error:
-        raise FixtureError(
-            path,
-            f"would be refused when read back, so it is not written: {error.problem}",
-            "split the test's conversation, or record fewer requests in one test",
-        ) from None
-    return data
-
-
-def _stored(exchanges: tuple[Exchange, ...]) -> tuple[Exchange, ...]:
-    """The exchanges with each request stored as edits of an earlier one where that is smaller."""
-    stored: list[Exchange] = []
-    for number, exchange in enumerate(exchanges, start=1):
-        request = exchange.request
-        edited = _as_edits(request, exchanges[: number - 1])
-        stored.append(
-            exchange if edited is None else msgspec.structs.replace(exchange, request=edited)
-        )
-    return tuple(stored)
-
-
-def _document(request: HttpRequest) -> tuple[str, Any] | None:
+def body_document(request: HttpRequest) -> tuple[str, Any] | None:
     """The body an edit applies to: ("json", value) or ("text", string); None for base64."""
     if isinstance(request.extends, int):
         return None
@@ -361,40 +300,6 @@ def _document(request: HttpRequest) -> tuple[str, Any] | None:
     if isinstance(request.text, str):
         return "text", request.text
     return None
-
-
-def _as_edits(request: HttpRequest, earlier: tuple[Exchange, ...]) -> HttpRequest | None:
-    document = _document(request)
-    if document is None:
-        return None
-    form, body = document
-    whole = _encode_value(body) if form == "json" else body.encode("utf-8")
-    best: tuple[int, int, tuple[Edit, ...]] | None = None  # (size, number, edits)
-    tried = 0
-    for index in range(len(earlier) - 1, -1, -1):
-        base = earlier[index].request
-        if (base.method, base.url) != (request.method, request.url):
-            continue
-        found = _document(base)
-        if found is None or found[0] != form:
-            continue
-        tried += 1
-        edits = tuple(edits_between(found[1], body))
-        rebuilt = apply_edits(found[1], edits)
-        same = _encode_value(rebuilt) == whole if form == "json" else rebuilt == body
-        size = len(_encode_value(edits))
-        if same and size < len(whole) and (best is None or size < best[0]):
-            best = (size, index + 1, edits)
-        if tried == _CANDIDATES or (best is not None and best[0] * 4 < len(whole)):
-            break  # a small edit of the latest is what a conversation gives: look no further
-    if best is None:
-        return None
-    return msgspec.structs.replace(
-        request, json=msgspec.UNSET, text=msgspec.UNSET, extends=best[1], edits=best[2]
-    )
-
-
-_encode_value = msgspec.json.Encoder().encode
 
 
 def _rebuilt(exchanges: tuple[Exchange, ...], what: str) -> tuple[Exchange, ...]:
@@ -428,7 +333,7 @@ def _rebuilt_request(request: HttpRequest, earlier: list[Exchange], where: str) 
         for value in (request.json, request.text, request.base64)
     ):
         raise ValueError(f"{where} both holds a body and extends exchange {extends}")
-    document = _document(earlier[extends - 1].request)
+    document = body_document(earlier[extends - 1].request)
     if document is None:
         raise ValueError(f"{where} extends exchange {extends}, whose body is neither JSON nor text")
     form, base = document

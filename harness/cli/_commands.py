@@ -29,13 +29,9 @@ from harness.capture._audit import (
     summary_lines,
     whole_requests,
 )
-from harness.capture._cassette import (
-    CASSETTE_FORMAT,
-    encode_cassette,
-    load_cassette,
-    read_cassette,
-)
+from harness.capture._cassette import CASSETTE_FORMAT, load_cassette, read_cassette
 from harness.capture._prefix import PrefixChain
+from harness.capture._writing import encode_cassette
 from harness.cli._diff import diff_files
 from harness.cli._lint import caches, check_findings, project_policy, rules_markdown
 from harness.cli._output import out, print_command

@@ -10,8 +10,8 @@ A scenario lives in `fixtures/<name>/` as four JSON files, each opening with `fo
 - `answers.json`   the model's answers as recorded, which replay feeds back.
 
 Every file goes through the codec in `harness._shared._files` (strict reads, stable pretty JSON in
-wire
-order, atomic writes); its names are re-exported here, where they used to live.
+wire order, atomic writes), and a scenario that decodes but cannot run is refused by
+`harness.scenarios._validation`.
 """
 
 from __future__ import annotations

@@ -32,7 +32,8 @@ from harness.capture import (
     Proof,
     load_cassette,
 )
-from harness.capture._cassette import encode_cassette, request_record
+from harness.capture._cassette import request_record
+from harness.capture._writing import encode_cassette
 
 URLS = {
     "anthropic": "https://api.anthropic.com/v1/messages",
