@@ -212,6 +212,7 @@ FACES: dict[str, list[str]] = {
 # Public modules that are not faces: the entry points, and wing packages that export nothing.
 ENTRY_POINTS = {"harness.pytest_plugin", "harness.cli", "harness.cli.__main__"}
 WINGS = {
+    "harness.cache",
     "harness.scenarios",
     "harness.prove",
     "harness.prove.perturb",
