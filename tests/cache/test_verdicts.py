@@ -304,6 +304,6 @@ def test_diff_shows_the_real_difference_not_the_apis_two_spellings(
         "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}],
     }
     short = {**marked, "system": text, "messages": [{"role": "user", "content": "hi"}]}
-    code, report = diff(tmp_path, capsys, marked, short)
+    _, report = diff(tmp_path, capsys, marked, short)
     assert report["tokens_lost"] == 0
     assert report["pointer"] == "/system/0/cache_control"
