@@ -9,10 +9,9 @@ Nothing reaches a file without redaction: secret headers and query parameters ar
 `[redacted]`, then the bytes about to be written are scanned for key-shaped strings (and for the
 values of the redacted headers), and so is what each body says once decoded
 (`harness._shared._body_text`: decompressed, base64 and JSON escapes undone, streamed deltas
-joined); a
-hit raises `SecretLeak` so nothing is written at all. The
-session never writes a file itself: `finish()` returns the files for the caller (the pytest
-plugin, on the controller process) to write.
+joined); a hit raises `SecretLeak` so nothing is written at all. The session never writes a file
+itself: `finish()` returns the files for the caller (the pytest plugin, on the controller
+process) to write.
 """
 
 from __future__ import annotations
@@ -28,27 +27,23 @@ from urllib.parse import urlsplit
 import msgspec
 
 from harness._shared import _printer
-from harness._shared._body_text import scan_exchanges
-from harness._shared._errors import CaptureError, CassetteMissing, CassetteSecretLeak
-from harness._shared._files import encode, read
+from harness._shared._errors import CaptureError, CassetteMissing
+from harness._shared._files import read
 from harness._shared._record_mode import RecordMode
 from harness._shared._secret_shapes import SECRET_PATTERNS
 from harness._shared._secrets import Redaction
 from harness._shared._views import CacheView
-from harness.capture._captured import Captured, split_exchange
+from harness.capture._captured import Bodies, Captured
 from harness.capture._cassette import (
     CaptureFile,
     Exchange,
     HttpRequest,
     HttpResponse,
     Proof,
-    all_exchanges,
-    redacted,
-    request_record,
     response_record,
-    secret_values,
 )
 from harness.capture._config import CaptureConfig
+from harness.capture._intercept import intercepting
 from harness.capture._matching import (
     CacheViewMatcher,
     Matcher,
@@ -62,9 +57,24 @@ from harness.capture._proof import ProofRun, ProofState, Ticket
 from harness.capture._recording import Recording
 from harness.capture._timing import Clock, same_but_timing, stored_order
 from harness.capture._transport import client_for, transport_for
-from harness.capture._waivers import Waiver, waive
+from harness.capture._waivers import Waiver, waive, waived_reasons
+from harness.capture._writing import cassette_bytes
 
-__all__ = ["CaptureSession", "Finished"]
+__all__ = ["CaptureSession", "Finished", "current_session"]
+
+_ACTIVE: list[CaptureSession] = []  # sessions whose prove_stable build runs now, innermost last
+_ACTIVE_LOCK = threading.Lock()
+
+
+def current_session() -> CaptureSession:
+    """The session of the prove_stable build running now (module-level builds use it)."""
+    with _ACTIVE_LOCK:
+        if _ACTIVE:
+            return _ACTIVE[-1]
+    raise LookupError(
+        "no capture session is active: current_session() works inside a build that"
+        " prove_stable runs with a capture session (the header_capture fixture)"
+    )
 
 
 class Finished(NamedTuple):
@@ -132,6 +142,7 @@ class CaptureSession:
         ):
             self._recorded = read(cassette, CaptureFile)
         self._requests: list[Captured] = []
+        self._bodies = Bodies()
         self._out: list[Exchange] = []
         self._used: set[int] = set()
         self._positions: dict[tuple[object, ...], int] = {}
@@ -204,8 +215,6 @@ class CaptureSession:
         """While inside, every `httpx`/`httpx2` client, made before or during the block, sends
         requests to the hosts a provider answers on (and the config's `hosts`) through this
         session; other hosts pass through untouched. See `harness.capture._intercept`."""
-        from harness.capture._intercept import intercepting
-
         with intercepting(self, self.config):
             yield self
 
@@ -273,6 +282,17 @@ class CaptureSession:
         with self.lock:
             return len(self._proofs)
 
+    @contextmanager
+    def active(self) -> Iterator[CaptureSession]:
+        """While inside, `current_session()` is this session (a prove_stable build runs)."""
+        with _ACTIVE_LOCK:
+            _ACTIVE.append(self)
+        try:
+            yield self
+        finally:
+            with _ACTIVE_LOCK:
+                _ACTIVE.remove(self)
+
     def proving(self, units: Sequence[str]) -> ProofRun:
         """Start one prove_stable call: its builds get answers by position (see `Proof`)."""
         with self.lock:
@@ -318,9 +338,7 @@ class CaptureSession:
                 proofs.pop()
             if not self._out and not proofs:
                 return None
-            # a waived move is written as the exemption it was, so `harness check` agrees
-            waived = "; ".join(dict.fromkeys(found.reason for _, found in self.waived))
-            moves = self.moves_header if self.moves_header is not None else waived or msgspec.UNSET
+            moves = self.moves_header or waived_reasons(self.waived) or msgspec.UNSET
             proofs = [Proof(units=p.units, exchanges=stored_order(p.exchanges)) for p in proofs]
             return CaptureFile(
                 started=self.clock.started or msgspec.UNSET,
@@ -334,18 +352,9 @@ class CaptureSession:
         capture = self.cassette_file()
         if capture is None:
             return None
-        secrets = secret_values(capture, self.redaction)
         with self.lock:
-            for captured in self._requests:
-                secrets += self.redaction.secret_values(captured.headers)
-        clean = redacted(capture, self.redaction)
-        data = encode(clean)
-        findings = self.redaction.scan(data, sorted(set(secrets)))
-        if not findings:  # what the bodies say once decompressed, unescaped, joined
-            findings = scan_exchanges(all_exchanges(clean), self.redaction, sorted(set(secrets)))
-        if findings:
-            raise CassetteSecretLeak(self.shown(), findings)
-        return data
+            secrets = [v for c in self._requests for v in self.redaction.secret_values(c.headers)]
+        return cassette_bytes(capture, self.redaction, secrets, self.shown())
 
     def shown(self) -> str:
         """The cassette's path as messages show it: relative to the working folder if inside."""
@@ -366,8 +375,8 @@ class CaptureSession:
         sent = self.clock.now()
         with self.lock:
             proof = next((state for state in self._proofs if state.build is not None), None)
-            split = split_exchange(method, url, headers, body)
-            captured = Captured(len(self._requests) + 1, method, url, tuple(headers), body, split)
+            number = len(self._requests) + 1
+            captured = self._bodies.captured(number, method, url, tuple(headers), body)
             captured.sent_ns = sent
             self.hosts_seen.add((urlsplit(url).hostname or "").lower())
             if proof is not None:
@@ -444,7 +453,7 @@ class CaptureSession:
             return self._default_upstreams[key]
 
     def request_of(self, captured: Captured) -> HttpRequest:
-        return request_record(captured.method, captured.url, captured.headers, captured.body)
+        return captured.stored()
 
     def exchange_of(
         self, captured: Captured, response: HttpResponse, ended: int | None = None

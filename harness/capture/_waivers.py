@@ -33,7 +33,7 @@ from harness._shared._errors import UsageError
 if TYPE_CHECKING:
     from harness.capture._prefix import PrefixBreak
 
-__all__ = ["Waiver", "known_moves", "waive", "waiver"]
+__all__ = ["Waiver", "known_moves", "waive", "waived_reasons", "waiver"]
 
 _CONVERSATION: Final = frozenset({"messages", "input", "contents"})
 Only = str | Callable[[Any], bool]
@@ -116,6 +116,12 @@ def waive(
         else:
             waived.append((item, found))
     return kept, waived
+
+
+def waived_reasons(waived: Iterable[tuple[PrefixBreak, Waiver]]) -> str | None:
+    """The reasons of the waivers that waived a break, as a cassette's exemption is written (so
+    `harness check` agrees with the gate); None when none waived anything."""
+    return "; ".join(dict.fromkeys(found.reason for _, found in waived)) or None
 
 
 def _matches(one: Only, item: PrefixBreak, owner: Waiver) -> bool:
