@@ -11,15 +11,28 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from harness._shared import _printer
 from harness.cli import main
 from tests.support.inner import inner_pytest
 
 WRITTEN = ("pytest.ini", "tests/conftest.py", "tests/test_prompt_cache.py")
 SORT_LINE = '    tools.sort(key=lambda schema: schema["name"])'
+
+
+@pytest.fixture(autouse=True)
+def fresh_printer() -> Iterator[None]:
+    """`harness init` runs in a process of its own; in this one an earlier test may have taught
+    the printer to redact a fake key the generated conftest names (its header's value)."""
+    words = _printer.exported()
+    _printer.reset()
+    yield
+    _printer.reset()
+    _printer.imported(words)
 
 
 def init(project: Path, *args: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
