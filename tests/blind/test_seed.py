@@ -4,7 +4,7 @@ random runs."""
 
 from __future__ import annotations
 
-from harness.prove.perturb._plan import ASYNCIO, Mode, RunPlan, plans
+from harness.prove.perturb._plan import ASYNCIO, Mode, plans
 from harness.scenarios._shuffle import schedules
 
 NAMES = [f"plugin{n}" for n in range(8)]
