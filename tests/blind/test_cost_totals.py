@@ -103,3 +103,21 @@ def test_usd_and_usd_without_cache_count_the_recorded_output_tokens(
     assert found["usd_without_cache"] == pytest.approx(without, abs=1e-6)
     usd = (one * SONNET["read"] + two * SONNET["5m"] + output) / 1e6
     assert found["usd"] == pytest.approx(usd, abs=1e-6)
+
+
+def test_agreement_adds_errors_that_go_both_ways(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One request read less than predicted, the next more: the errors add, never cancel."""
+    bodies = [conversation(turns) for turns in (1, 2, 3)]
+    one, two, three = (size(tmp_path, capsys, body) for body in bodies)
+    d = 100
+    lines = [
+        entry(bodies[0], 0.0, response=answer(0, one)),
+        entry(bodies[1], 30.0, response=answer(one - d, two - one + d)),
+        entry(bodies[2], 60.0, response=answer(two + d, three - two - d)),
+    ]
+    found = cost(tmp_path, capsys, *lines)
+    assert found["cache_read_tokens"] == one + two
+    assert found["recorded"]["cache_read_tokens"] == one + two
+    assert found["agreement"] == pytest.approx(round(1 - 2 * d / (one + two), 4), abs=1e-4)
