@@ -40,6 +40,8 @@ from harness.cli._lint import add_arguments as lint_arguments
 from harness.cli._lint import cmd_lint, cmd_rules
 from harness.cli._lint import fail_on as fail_on_option
 from harness.cli._output import err
+from harness.cli._scan import add_arguments as scan_arguments
+from harness.cli._scan import cmd_scan
 from harness.cli.init._command import HELP as INIT_HELP
 from harness.cli.init._command import add_arguments as init_arguments
 from harness.providers._registry import strict_providers
@@ -172,6 +174,16 @@ def parser() -> argparse.ArgumentParser:
             cmd_report,
             "write one self-contained HTML page (and --markdown for a pull-request comment): per"
             " conversation its cost timeline, first divergence, tool order, findings, agreement",
+        )
+    )
+
+    scan_arguments(
+        add(
+            "scan",
+            cmd_scan,
+            "judge production traces (OTel, OpenInference, Langfuse, LiteLLM, Helicone, Bedrock,"
+            " proxy JSONL, cassettes) by the cache model: which sessions broke their cached prefix,"
+            " where, and what it cost; exit 1 on a break",
         )
     )
 

@@ -1,0 +1,215 @@
+"""The digest tier: which requests kept their session's cached prefix, decided on digests alone,
+for a whole batch at once (numpy over the Arrow columns; no Python call per request).
+
+`plan(table, ttl)` sorts a batch of whole sessions by session, time and input order, and says for
+each request (`Plan`):
+- `clean`: it holds every byte of the request before it in its session (same endpoint, settings,
+  tools, system and marker TTLs, and a conversation whose running digest at the earlier length is
+  the earlier request's last), so nothing broke and no bytes are read again;
+- `pairs`: the requests that did not, each with the earlier requests of its session the cache
+  model may link it to (`harness.capture._prefix`'s candidates: the latest one on its endpoint,
+  the latest that opened its conversation with the same message, and the recent one-message
+  requests); a request that extends the latest one with its opening is clean too (two
+  conversations taking turns on one endpoint);
+- `miss`: the provider's counters say it read nothing from the cache although the request before
+  it, within the TTL, had cached tokens, and its bytes extend that request (or there are no bytes
+  to look at): an unexplained miss.
+Only `pairs` go on to the cache model, with their bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import numpy as np
+
+from harness.scan._digest import DIGEST_SIZE
+from harness.scan._extras import pyarrow
+
+__all__ = ["DEFAULT_TTL", "Pair", "Plan", "needs_bytes", "plan"]
+
+DEFAULT_TTL: Final = 300.0  # the shortest default TTL the providers document (5 minutes)
+_SINGLES: Final = 16  # as many recent one-message requests as the gate looks back at
+
+
+@dataclass(frozen=True)
+class Pair:
+    """Request `row` (sorted order) and the earlier rows of its session it may continue."""
+
+    row: int
+    context: tuple[int, ...]
+    previous: int  # the request before it in its session
+
+
+@dataclass
+class Plan:
+    table: Any  # the batch, sorted
+    starts: np.ndarray[Any, Any]  # first row of each row's session
+    place: np.ndarray[Any, Any]  # 1-based place in the session
+    has: np.ndarray[Any, Any]  # digests known (a body was read)
+    clean: np.ndarray[Any, Any]
+    miss: np.ndarray[Any, Any]
+    pairs: list[Pair] = field(default_factory=list)
+
+
+def _shift_equal(column: Any, n: int) -> np.ndarray[Any, Any]:
+    pc = pyarrow().compute
+    out = np.zeros(n, dtype=bool)
+    if n > 1:
+        column = column.combine_chunks() if hasattr(column, "combine_chunks") else column
+        same = pc.fill_null(pc.equal(column[1:], column[:-1]), False)
+        out[1:] = same.to_numpy(zero_copy_only=False)
+    return out
+
+
+def _numbers(column: Any, fill: float) -> np.ndarray[Any, Any]:
+    pc = pyarrow().compute
+    return np.asarray(pc.fill_null(column, fill).to_numpy(zero_copy_only=False), dtype=float)
+
+
+def _words(column: Any) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """A binary column of running digests as 64-bit words, and each row's first word."""
+    array = column.combine_chunks() if hasattr(column, "combine_chunks") else column
+    n = len(array)
+    buffers = array.buffers()
+    offsets = np.frombuffer(buffers[1], dtype=np.int32)[array.offset : array.offset + n + 1]
+    end = int(offsets[-1]) if n else 0
+    if end == 0 or buffers[2] is None:
+        return np.zeros(1, dtype=np.uint64), np.zeros(n, dtype=np.int64)
+    data = np.frombuffer(buffers[2], dtype=np.uint8)[: end + 8]
+    data = np.concatenate([data[:end], np.zeros(8, dtype=np.uint8)])  # aligned, one spare word
+    return data.view("<u8"), (offsets[:-1] // DIGEST_SIZE).astype(np.int64)
+
+
+def plan(table: Any, ttl: Mapping[str, float] | None = None) -> Plan:
+    pc = pyarrow().compute
+    keys = pyarrow().table(
+        {
+            "session": table["session"],
+            "time": pc.fill_null(table["time"], np.inf),  # requests with no time: last
+            "seq": table["seq"],
+        }
+    )
+    order = pc.sort_indices(
+        keys, sort_keys=[("session", "ascending"), ("time", "ascending"), ("seq", "ascending")]
+    )
+    t = table.take(order)
+    n = t.num_rows
+    same = _shift_equal(t["session"], n)
+    starts = np.zeros(n, dtype=np.int64)
+    if n:
+        boundary = np.flatnonzero(~same)
+        starts = boundary[np.searchsorted(boundary, np.arange(n), side="right") - 1]
+    place = np.arange(n) - starts + 1
+    has = pc.is_valid(t["d_settings"]).to_numpy(zero_copy_only=False)
+    prev_has = np.zeros(n, dtype=bool)
+    prev_has[1:] = has[:-1]
+    head = same.copy()
+    for name in ("d_settings", "d_tools", "d_system", "d_ttls", "endpoint"):
+        head &= _shift_equal(t[name], n)
+    words, first = _words(t["conv"])
+    items = _numbers(t["items"], 0).astype(np.int64)
+    k = np.zeros(n, dtype=np.int64)
+    k[1:] = items[:-1]
+    prev_first = np.zeros(n, dtype=np.int64)
+    prev_first[1:] = first[:-1]
+    check = (k > 0) & (items >= k)
+    at = np.where(check, first + k - 1, 0)
+    prev_at = np.where(check, prev_first + k - 1, 0)
+    conv_ok = (k == 0) | (check & (words[at] == words[prev_at]))
+    stored = pc.fill_null(t["stored"], False).to_numpy(zero_copy_only=False)
+    conv_ok |= stored
+    comparable = same & has & prev_has
+    clean = comparable & head & conv_ok
+    found = Plan(t, starts, place, has, clean, np.zeros(n, dtype=bool))
+    _link(found, words, first, items, comparable & ~clean)
+    found.miss = _misses(found, ttl or {})
+    return found
+
+
+def _extends(words: Any, first: Any, items: Any, a: int, b: int) -> bool:
+    k = int(items[a])
+    if k == 0:
+        return True
+    if items[b] < k:
+        return False
+    return bool(words[first[b] + k - 1] == words[first[a] + k - 1])
+
+
+def _link(found: Plan, words: Any, first: Any, items: Any, broken: np.ndarray[Any, Any]) -> None:
+    """For each request the tier could not clear, the rows the cache model may link it to; one
+    that extends the latest request with its opening is cleared (conversations taking turns)."""
+    t = found.table
+    candidates = np.flatnonzero(broken)
+    if not len(candidates):
+        return
+    endpoint = t["endpoint"].to_pylist()
+    heads = [t[name].to_pylist() for name in ("d_settings", "d_tools", "d_system", "d_ttls")]
+    for row in candidates.tolist():
+        start = int(found.starts[row])
+        opening = words[first[row]] if items[row] else None
+        same_opening = latest = None
+        singles: list[int] = []
+        for j in range(row - 1, start - 1, -1):
+            if endpoint[j] != endpoint[row] or not found.has[j]:
+                continue
+            if latest is None:
+                latest = j
+            if (
+                same_opening is None
+                and opening is not None
+                and items[j]
+                and words[first[j]] == opening
+            ):
+                same_opening = j
+            if items[j] == 1 and len(singles) < _SINGLES:
+                singles.append(j)
+        if (
+            same_opening is not None
+            and same_opening != row - 1
+            and all(h[same_opening] == h[row] for h in heads)
+            and _extends(words, first, items, same_opening, row)
+        ):
+            found.clean[row] = True
+            continue
+        context = {j for j in (same_opening, latest) if j is not None} | set(singles)
+        found.pairs.append(Pair(row, tuple(sorted(context)), row - 1))
+
+
+def _misses(found: Plan, ttl: Mapping[str, float]) -> np.ndarray[Any, Any]:
+    t = found.table
+    n = t.num_rows
+    if n < 2:
+        return np.zeros(n, dtype=bool)
+    read = _numbers(t["cache_read"], -1)
+    cached = _numbers(t["cache_read"], 0) + _numbers(t["cache_write"], 0)
+    time = _numbers(t["time"], np.nan)
+    providers = t["provider"].to_pylist()
+    limit = np.array([ttl.get(p or "", DEFAULT_TTL) for p in providers], dtype=float)
+    same = np.zeros(n, dtype=bool)
+    same[1:] = found.starts[1:] == found.starts[:-1]
+    gap = np.full(n, np.nan)
+    gap[1:] = time[1:] - time[:-1]
+    in_time = np.isnan(gap) | (gap <= limit)
+    prev_cached = np.zeros(n, dtype=bool)
+    prev_cached[1:] = cached[:-1] > 0
+    prev_has = np.zeros(n, dtype=bool)
+    prev_has[1:] = found.has[:-1]
+    unseen = ~found.has & ~prev_has  # no bytes on either side: only the counters speak
+    missed: np.ndarray[Any, Any] = same & (read == 0) & prev_cached & in_time
+    return missed & (found.clean | unseen)
+
+
+def needs_bytes(table: Any) -> tuple[Any, np.ndarray[Any, Any]]:
+    """The batch sorted as the judge sorts it, and which of its rows the judge needs the bytes
+    of: every row of a pair the digests could not clear."""
+    found = plan(table)
+    wanted = np.zeros(found.table.num_rows, dtype=bool)
+    for pair in found.pairs:
+        if not pair.context:
+            continue  # nothing earlier on its endpoint: it starts a conversation
+        wanted[pair.row] = True
+        wanted[list(pair.context)] = True
+    return found.table, wanted
