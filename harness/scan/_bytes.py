@@ -67,7 +67,7 @@ def _line(path: Path, fmt: str, offset: int, length: int, index: int) -> bytes |
     if reader is None:
         return None
     data = reread_line(path, offset, length)
-    records = list(reader.read(Unit(msgspec.json.decode(data), str(path), offset, length)))
+    records = list(reader.read(Unit.line(data, str(path), offset)))
     return body_bytes(records[index]) if index < len(records) else None
 
 

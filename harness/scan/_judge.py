@@ -40,6 +40,7 @@ from harness._shared._views import prompt_size
 from harness.capture._prefix import PrefixBreak, prefix_chain
 from harness.cost._prices import price_for
 from harness.cost._simulate import ttl_seconds
+from harness.drift._structured import without_structured_diff
 from harness.drift._wording import BYTES_PER_TOKEN
 from harness.providers._pack import Ttl, rules_pack
 from harness.rules._analysis import LintRequest
@@ -211,7 +212,8 @@ def _pair(
     if requests[-1] is None or requests[-1].split is None:
         not_judged[pair.row] += 1
         return []
-    chain = prefix_chain(requests)
+    with without_structured_diff():  # the scan prints no deepdiff: most of a break's cost
+        chain = prefix_chain(requests)
     number = int(found.place[pair.row])
     broken = [b for b in (*chain.breaks, *chain.warnings) if b.index == number]
     if not broken:
@@ -251,7 +253,18 @@ def _from_break(
         ),
         pointer=line(report.pointer, _SUMMARY) if report.pointer else None,
         byte=report.offset if report.offset >= 0 else None,
-        summary=line(item.to_text().splitlines()[0], _SUMMARY),
+        summary=line(_head(item), _SUMMARY),
+    )
+
+
+def _head(item: PrefixBreak) -> str:
+    """The break in one sentence (the gate's first line, without building the printed report,
+    which the scan never shows)."""
+    where = f" at {item.report.raw_pointer}" if item.report.raw_pointer else ""
+    return (
+        f"{item.verdict}: request {item.index} does not extend request {item.previous}'s"
+        f" cacheable prefix: the {item.block} block broke first{where}; {item.bytes_lost:,} of"
+        f" {item.prefix_bytes:,} prefix bytes lost"
     )
 
 

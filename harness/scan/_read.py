@@ -101,7 +101,12 @@ def read_file(path: Path, number: int, options: Options, tally: Tally) -> Iterat
             tally.bad(unit.where, unit.problem)
             continue
         if reader is None:
-            reader = next((r for r in readers() if _claims(r, unit.value)), None)
+            try:
+                value = unit.value
+            except BadRecord as error:
+                tally.bad(unit.where, str(error))
+                continue
+            reader = next((r for r in readers() if _claims(r, value)), None)
             sniffed += 1
             if reader is None:
                 if sniffed >= _SNIFF:
@@ -147,12 +152,19 @@ def _row(
     chains: dict[str, str],
     tally: Tally,
 ) -> dict[str, Any] | None:
-    view = record.view if record.view is not None else unit.value
+    keyed = options.session_key or options.request_id_key or options.deploy_key
+    view = record.view if record.view is not None or not keyed else unit.value
     session = id_of(dig(view, options.session_key)) if options.session_key else record.session
     if options.session_key and session is None:
         session = record.session
-    if session is None and record.previous_response_id in chains:
-        session = chains[record.previous_response_id or ""]
+    found = None
+    if record.raw is not None:
+        found = digests_of(record.raw)
+    elif record.body is not None:
+        found = digests_of(record.body)
+    previous = record.previous_response_id or (found.previous if found is not None else None)
+    if session is None and previous in chains:
+        session = chains[previous or ""]
     request_id = record.request_id
     if options.request_id_key:
         request_id = id_of(dig(view, options.request_id_key)) or request_id
@@ -166,9 +178,9 @@ def _row(
     ):
         tally.outside += 1
         return None
-    found = None
-    if record.body is not None:
-        found = digests_of(record.raw if record.raw is not None else record.body)
+    if record.body is not None and found is None:
+        tally.bad(record.source, "its request body is not a JSON object")
+        return None
     endpoint = _endpoint(record)
     grouped = session is None
     if grouped:
@@ -194,7 +206,7 @@ def _row(
         "ordinal": place[1],
         "endpoint": endpoint,
         "provider": record.provider,
-        "model": record.model,
+        "model": record.model or (found.model if found is not None else None),
         "evidence": record.evidence if found is not None else "counters",
         "truncated": record.truncated,
         "d_settings": found.settings if found else None,

@@ -143,20 +143,17 @@ def _read_all(path: Path, stream: IO[bytes]) -> bytes:
 
 
 def _lines(path: Path, stream: IO[bytes]) -> Iterator[Unit | Malformed]:
+    """One unit a line, decoded when a reader asks (a line that is not JSON is then a bad
+    record, named and counted)."""
     offset = 0
     number = 0
-    decode = msgspec.json.decode
+    name = str(path)
     try:
         for line in stream:
             number += 1
-            size = len(line)
             if line.strip():
-                where = f"{path}:{number}"
-                try:
-                    yield Unit(decode(line), where, offset, size)
-                except (msgspec.DecodeError, RecursionError) as error:
-                    yield Malformed(where, f"not JSON ({error})")
-            offset += size
+                yield Unit.line(line, f"{name}:{number}", offset)
+            offset += len(line)
     except (OSError, EOFError) as error:
         yield Malformed(f"{path}:{number + 1}", f"cannot be decompressed: {error}")
 

@@ -124,7 +124,7 @@ def plan(table: Any, ttl: Mapping[str, float] | None = None) -> Plan:
     comparable = same & has & prev_has
     clean = comparable & head & conv_ok
     found = Plan(t, starts, place, has, clean, np.zeros(n, dtype=bool))
-    _link(found, words, first, items, comparable & ~clean)
+    _link(found, words, first, items, comparable & ~clean, stored)
     found.miss = _misses(found, ttl or {})
     return found
 
@@ -138,7 +138,14 @@ def _extends(words: Any, first: Any, items: Any, a: int, b: int) -> bool:
     return bool(words[first[b] + k - 1] == words[first[a] + k - 1])
 
 
-def _link(found: Plan, words: Any, first: Any, items: Any, broken: np.ndarray[Any, Any]) -> None:
+def _link(
+    found: Plan,
+    words: Any,
+    first: Any,
+    items: Any,
+    broken: np.ndarray[Any, Any],
+    stored: np.ndarray[Any, Any],
+) -> None:
     """For each request the tier could not clear, the rows the cache model may link it to; one
     that extends the latest request with its opening is cleared (conversations taking turns)."""
     t = found.table
@@ -174,7 +181,15 @@ def _link(found: Plan, words: Any, first: Any, items: Any, broken: np.ndarray[An
         ):
             found.clean[row] = True
             continue
-        context = {j for j in (same_opening, latest) if j is not None} | set(singles)
+        # the one request the gate links it to: the latest with its opening (a thread), else the
+        # latest on its endpoint, and for a one-message request the recent one-message ones
+        # (it may have grown from one of them)
+        if same_opening is not None and not stored[row]:
+            context = {same_opening}
+        else:
+            context = {j for j in (latest,) if j is not None}
+            if items[row] == 1:
+                context |= set(singles)
         found.pairs.append(Pair(row, tuple(sorted(context)), row - 1))
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
-from typing import Any, ClassVar, Final, NamedTuple
+from typing import Any, ClassVar, Final
 
 import msgspec
 
@@ -37,13 +37,38 @@ __all__ = [
 ]
 
 
-class Unit(NamedTuple):
-    """One decoded value of a file and where it is (see the module doc)."""
+class Unit:
+    """One value of a file and where it is (see the module doc). A line is decoded when its
+    `value` is first asked for (a reader with a faster way to its fields reads `raw`); a line
+    that is not JSON raises `BadRecord` then."""
 
-    value: Any
-    where: str
-    offset: int = -1  # the line's first byte in the decompressed stream; -1: not a line
-    length: int = 0
+    __slots__ = ("_value", "length", "offset", "raw", "where")
+
+    def __init__(
+        self, value: Any, where: str, offset: int = -1, length: int = 0, raw: bytes | None = None
+    ) -> None:
+        self._value = value
+        self.where = where
+        self.offset = offset  # the line's first byte in the decompressed stream; -1: not a line
+        self.length = length
+        self.raw = raw  # the line's bytes, for a line
+
+    @classmethod
+    def line(cls, raw: bytes, where: str, offset: int) -> Unit:
+        return cls(_UNDECODED, where, offset, len(raw), raw)
+
+    @property
+    def value(self) -> Any:
+        if self._value is _UNDECODED:
+            try:
+                self._value = _decode(self.raw or b"")
+            except (msgspec.DecodeError, RecursionError) as error:
+                raise BadRecord(f"not JSON ({error})") from None
+        return self._value
+
+
+_UNDECODED: Final = object()
+_decode = msgspec.json.Decoder().decode
 
 
 class BadRecord(Exception):
