@@ -185,11 +185,14 @@ def run_dask(
         client = distributed.Client(scheduler)
         cluster = None
     else:
+        # worker processes, one thread each: the judge is Python, so threads would share one
+        # core; one worker runs in this process (nothing to start)
         cluster = distributed.LocalCluster(
             n_workers=workers or 1,
             threads_per_worker=1,
-            processes=False,
+            processes=(workers or 1) > 1,
             dashboard_address=None,
+            host="127.0.0.1",
         )
         client = distributed.Client(cluster)
     try:
