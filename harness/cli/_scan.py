@@ -21,7 +21,7 @@ from harness._shared._printer import redact
 from harness.cli._output import out
 from harness.scan._extras import require_scan
 from harness.scan._keys import seconds
-from harness.scan.readers import readers
+from harness.scan._readers import readers
 
 __all__ = ["add_arguments", "cmd_scan"]
 

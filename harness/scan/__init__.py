@@ -1,7 +1,7 @@
 """Production traces judged by the cache model: `harness scan`.
 
 Layout (data flows down):
-- `readers/`: one registered module per trace format (OTel GenAI, OpenInference, Langfuse,
+- `_readers/`: one registered module per trace format (OTel GenAI, OpenInference, Langfuse,
   LiteLLM, Helicone, Bedrock, proxy JSONL, the harness's cassettes, vcrpy and pydantic-ai
   cassettes), each turning a record into a `TraceRecord` (`_record.py`);
 - `_sources.py` (paths, decompression, units of a file), `_keys.py` (dotted keys, times),
@@ -24,7 +24,16 @@ from typing import Any
 # Imported on first use: `harness scan --help` and the readers need neither numpy nor pyarrow,
 # and a missing extra is one line when a scan starts (harness.scan._extras).
 _EXPORTS = {
+    "BadRecord": "harness.scan._readers",
+    "Counters": "harness.scan._record",
     "Finding": "harness.scan._result",
+    "Reader": "harness.scan._readers",
+    "TraceRecord": "harness.scan._record",
+    "Unit": "harness.scan._readers",
+    "reader_named": "harness.scan._readers",
+    "readers": "harness.scan._readers",
+    "register_reader": "harness.scan._readers",
+    "unregister_reader": "harness.scan._readers",
     "Options": "harness.scan._read",
     "ScanResult": "harness.scan._result",
     "Settings": "harness.scan._run",

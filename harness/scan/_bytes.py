@@ -18,10 +18,10 @@ import numpy as np
 
 from harness._shared._errors import HarnessError
 from harness.scan._extras import pyarrow
+from harness.scan._readers import reader_named
+from harness.scan._readers._base import BadRecord, Unit
 from harness.scan._record import TraceRecord
 from harness.scan._sources import Malformed, reread_line, units
-from harness.scan.readers import reader_named
-from harness.scan.readers._base import BadRecord, Unit
 
 __all__ = ["attach", "body_bytes"]
 

@@ -24,11 +24,11 @@ from urllib.parse import urlsplit
 from harness._shared._errors import UsageError
 from harness.scan._digest import digests_of, first_block
 from harness.scan._keys import dig, id_of
+from harness.scan._readers import Reader, reader_named, readers
+from harness.scan._readers._base import BadRecord, Unit
 from harness.scan._record import TraceRecord
 from harness.scan._sources import Malformed, units
 from harness.scan._table import Rows
-from harness.scan.readers import Reader, reader_named, readers
-from harness.scan.readers._base import BadRecord, Unit
 
 __all__ = ["NAMED_LIMIT", "Options", "Tally", "read_file"]
 

@@ -16,9 +16,9 @@ from harness._shared._errors import FixtureError, UsageError
 from harness.scan._engines import run_dask, run_duckdb
 from harness.scan._progress import Progress
 from harness.scan._read import Options, Tally
+from harness.scan._readers import readers
 from harness.scan._result import ScanResult, result
 from harness.scan._sources import files
-from harness.scan.readers import readers
 
 __all__ = ["Settings", "scan"]
 

@@ -27,7 +27,7 @@ import msgspec
 
 from harness._shared._errors import FixtureError, UsageError
 from harness.scan._extras import pyarrow_parquet, yaml
-from harness.scan.readers._base import Unit
+from harness.scan._readers._base import Unit
 
 __all__ = ["Malformed", "files", "open_bytes", "reread_line", "units"]
 

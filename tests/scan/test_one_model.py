@@ -150,5 +150,6 @@ def test_a_responses_chain_is_one_session_and_its_settings_are_judged(
     path = write_lines(tmp_path / "responses.jsonl", rows)
     code, out, _ = run(capsys, str(path), "--format", "json")
     report = json.loads(out)
+    assert code == 1
     assert len(report["sessions"]) == 1 and report["sessions"][0]["requests"] == 4
     assert [(f["request"], f["verdict"]) for f in report["findings"]] == [(4, "tools_changed")]

@@ -36,6 +36,7 @@ def test_sarif_is_2_1_0_with_one_result_per_finding(
     paths = [str(broken(tmp_path)), str(EXAMPLES / "traces" / "otel.json")]
     code, out, _ = run(capsys, *paths, "--sarif", str(sarif), "--format", "json")
     report = json.loads(out)
+    assert code == 1
     log = json.loads(sarif.read_text())
     assert log["version"] == "2.1.0" and "sarif-2.1.0" in log["$schema"]
     [run_] = log["runs"]
@@ -56,6 +57,7 @@ def test_the_html_page_is_self_contained_and_carries_the_figures(
     page = tmp_path / "scan.html"
     code, out, _ = run(capsys, str(broken(tmp_path)), "--html", str(page), "--format", "json")
     report = json.loads(out)
+    assert code == 1
     html = page.read_text()
     assert html.startswith("<!DOCTYPE html>") and "<script" not in html
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html)

@@ -147,9 +147,9 @@ def test_each_sample_is_read_and_its_break_found(
 def test_from_names_the_format_and_a_wrong_one_finds_nothing(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    code, out, _ = run(capsys, str(TRACES / "langfuse.json"), "--from", "langfuse")
+    code, _, _ = run(capsys, str(TRACES / "langfuse.json"), "--from", "langfuse")
     assert code == 1
-    code, out, err = run(capsys, str(TRACES / "langfuse.json"), "--from", "bedrock")
+    code, _, err = run(capsys, str(TRACES / "langfuse.json"), "--from", "bedrock")
     assert code == 2 and "no requests found" in err and "malformed" in err
     code, _, err = run(capsys, str(TRACES / "langfuse.json"), "--from", "splunk")
     assert code == 2 and "invalid choice" in err

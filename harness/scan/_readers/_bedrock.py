@@ -19,8 +19,8 @@ from typing import Any, ClassVar, Final
 import msgspec
 
 from harness.scan._keys import id_of, seconds
+from harness.scan._readers._base import BadRecord, Reader, Unit, body_of, counters
 from harness.scan._record import TraceRecord
-from harness.scan.readers._base import BadRecord, Reader, Unit, body_of, counters
 
 __all__ = ["BedrockReader"]
 

@@ -13,8 +13,8 @@ from typing import Any, ClassVar
 
 import msgspec
 
+from harness.scan._readers._base import BadRecord, Reader, Unit, body_of, response_counters
 from harness.scan._record import TraceRecord
-from harness.scan.readers._base import BadRecord, Reader, Unit, body_of, response_counters
 
 __all__ = ["VcrReader", "interactions", "response_json"]
 

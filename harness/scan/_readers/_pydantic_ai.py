@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar
 
+from harness.scan._readers._base import BadRecord, Reader, Unit, response_counters
+from harness.scan._readers._vcr import interactions, response_json
 from harness.scan._record import TraceRecord
-from harness.scan.readers._base import BadRecord, Reader, Unit, response_counters
-from harness.scan.readers._vcr import interactions, response_json
 
 __all__ = ["PydanticAIReader"]
 

@@ -19,8 +19,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar, Final
 
 from harness.scan._keys import id_of, seconds
+from harness.scan._readers._base import BadRecord, Reader, Unit, counters, provider_url
 from harness.scan._record import TraceRecord
-from harness.scan.readers._base import BadRecord, Reader, Unit, counters, provider_url
 
 __all__ = ["LangfuseReader"]
 

@@ -24,9 +24,9 @@ from typing import Any, ClassVar, Final
 import msgspec
 
 from harness.scan._keys import id_of
+from harness.scan._readers._base import Reader, Unit, counters, provider_url
+from harness.scan._readers._otlp import Span, spans
 from harness.scan._record import TraceRecord
-from harness.scan.readers._base import Reader, Unit, counters, provider_url
-from harness.scan.readers._otlp import Span, spans
 
 __all__ = ["DEPLOY_KEYS", "OtelReader", "deploy_of"]
 

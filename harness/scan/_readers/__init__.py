@@ -25,17 +25,17 @@ from __future__ import annotations
 
 from typing import Final
 
-from harness.scan.readers._base import BadRecord, Reader, Unit
-from harness.scan.readers._bedrock import BedrockReader
-from harness.scan.readers._cassette import CassetteReader
-from harness.scan.readers._helicone import HeliconeReader
-from harness.scan.readers._jsonl import JsonlReader
-from harness.scan.readers._langfuse import LangfuseReader
-from harness.scan.readers._litellm import LiteLLMReader
-from harness.scan.readers._openinference import OpenInferenceReader
-from harness.scan.readers._otel import OtelReader
-from harness.scan.readers._pydantic_ai import PydanticAIReader
-from harness.scan.readers._vcr import VcrReader
+from harness.scan._readers._base import BadRecord, Reader, Unit
+from harness.scan._readers._bedrock import BedrockReader
+from harness.scan._readers._cassette import CassetteReader
+from harness.scan._readers._helicone import HeliconeReader
+from harness.scan._readers._jsonl import JsonlReader
+from harness.scan._readers._langfuse import LangfuseReader
+from harness.scan._readers._litellm import LiteLLMReader
+from harness.scan._readers._openinference import OpenInferenceReader
+from harness.scan._readers._otel import OtelReader
+from harness.scan._readers._pydantic_ai import PydanticAIReader
+from harness.scan._readers._vcr import VcrReader
 
 __all__ = [
     "BadRecord",

@@ -77,7 +77,7 @@ class BadRecord(Exception):
 
 class Reader(ABC):
     """A trace format (see the module doc). Subclass it and register an instance with
-    `harness.scan.readers.register_reader`."""
+    `harness.scan._readers.register_reader`."""
 
     name: ClassVar[str]
     describe: ClassVar[str] = ""

@@ -20,8 +20,8 @@ import msgspec
 from harness.providers import provider_named
 from harness.providers._registry import usage_of
 from harness.scan._keys import id_of, seconds
+from harness.scan._readers._base import BadRecord, Reader, Unit, body_of, response_counters
 from harness.scan._record import Counters, TraceRecord
-from harness.scan.readers._base import BadRecord, Reader, Unit, body_of, response_counters
 
 __all__ = ["JsonlReader"]
 

@@ -15,8 +15,8 @@ from typing import Any, ClassVar
 from harness._shared._errors import HarnessError
 from harness.capture._cassette import load_cassette
 from harness.rules._inputs import requests_of_exchanges
+from harness.scan._readers._base import BadRecord, Reader, Unit, response_counters
 from harness.scan._record import TraceRecord
-from harness.scan.readers._base import BadRecord, Reader, Unit, response_counters
 
 __all__ = ["CassetteReader"]
 

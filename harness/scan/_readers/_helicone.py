@@ -15,8 +15,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar, Final
 
 from harness.scan._keys import id_of, seconds
-from harness.scan._record import Counters, TraceRecord
-from harness.scan.readers._base import (
+from harness.scan._readers._base import (
     BadRecord,
     Reader,
     Unit,
@@ -25,6 +24,7 @@ from harness.scan.readers._base import (
     provider_url,
     response_counters,
 )
+from harness.scan._record import Counters, TraceRecord
 
 __all__ = ["HeliconeReader"]
 

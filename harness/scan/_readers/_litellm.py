@@ -20,8 +20,8 @@ from typing import Any, ClassVar, Final
 import msgspec
 
 from harness.scan._keys import dig, id_of, seconds
+from harness.scan._readers._base import BadRecord, Reader, Unit, body_of, counters, provider_url
 from harness.scan._record import TraceRecord
-from harness.scan.readers._base import BadRecord, Reader, Unit, body_of, counters, provider_url
 
 __all__ = ["LiteLLMReader"]
 
