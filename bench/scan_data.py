@@ -152,7 +152,7 @@ def write_digests(path: Path, requests: int, seed: int = 7) -> int:
         "conv": conv,
         "items": pa.array(items.astype(np.int32)),
         "stored": pa.array(np.zeros(requests, dtype=bool)),
-        "input_tokens": pa.array(np.full(requests, 1800, dtype=np.int64)),
+        "input_tokens": pa.array((1800 + 100 * turn).astype(np.int64)),
         "cache_read": pa.array(np.where(turn == 0, 0, 1400 + 60 * turn).astype(np.int64)),
         "cache_write": pa.array(np.full(requests, 120, dtype=np.int64)),
     }

@@ -76,22 +76,27 @@ def _duckdb(
     progress: Callable[[str], None],
 ) -> Iterator[Judged]:
     ddl = ", ".join(f'"{name}" {_SQL[kind]}' for name, kind in COLUMNS.items())
-    con.execute(f"CREATE TABLE scan ({ddl})")
+    _run(con, f"CREATE TABLE scan ({ddl})")
     names = ", ".join(f'"{name}"' for name in COLUMNS)
     read = 0
     for number, path in enumerate(files):
         columns = _digest_table(path)
         if columns is not None:
             wanted = ", ".join(_cast(name, kind, columns) for name, kind in COLUMNS.items())
-            con.execute(f"INSERT INTO scan SELECT {wanted} FROM read_parquet(?)", [str(path)])
-            count = con.execute("SELECT count(*) FROM scan").fetchone()[0] - read
+            _run(
+                con,
+                f"INSERT INTO scan SELECT {wanted} FROM (SELECT *, ? AS _file,"
+                " ? || '#' || (row_number() OVER ()) AS _source FROM read_parquet(?))",
+                [str(path), str(path), str(path)],
+            )
+            count = _run(con, "SELECT count(*) FROM scan")[0][0] - read
             tally.requests += count
             tally.formats["digests"] = tally.formats.get("digests", 0) + count
             read += count
             continue
         for batch in read_file(path, number, options, tally):
             con.register("incoming", batch)
-            con.execute(f"INSERT INTO scan SELECT {names} FROM incoming")
+            _run(con, f"INSERT INTO scan SELECT {names} FROM incoming")
             con.unregister("incoming")
             read += batch.num_rows
             progress(f"harness scan: {read:,} requests read")
@@ -119,6 +124,11 @@ def _duckdb(
         yield judge_batch(carry)
 
 
+def _run(con: Any, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+    """A statement run to its end (DuckDB 2 wants every result consumed)."""
+    return list(con.execute(sql, list(params)).fetchall())
+
+
 _SQL: Final = {
     "string": "VARCHAR",
     "bool": "BOOLEAN",
@@ -130,8 +140,12 @@ _SQL: Final = {
 
 
 def _cast(name: str, kind: str, present: frozenset[str]) -> str:
-    """A digest table's column as the scan table holds it (an absent one null)."""
-    value = f'"{name}"' if name in present else "NULL"
+    """A digest table's column as the scan table holds it (an absent one null; where a row is,
+    the table's file and row, when it does not say)."""
+    fallback = {"file": "_file", "source": "_source", "format": "'digests'"}.get(name, "NULL")
+    value = f'"{name}"' if name in present else fallback
+    if name in ("file", "source") and name in present:
+        value = f'coalesce("{name}", {fallback})'
     return f"CAST({value} AS {_SQL[kind]})"
 
 

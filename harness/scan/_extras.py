@@ -20,6 +20,7 @@ __all__ = [
     "duckdb",
     "pandas",
     "pyarrow",
+    "pyarrow_compute",
     "pyarrow_parquet",
     "require_scan",
     "yaml",
@@ -41,6 +42,10 @@ def _module(name: str, extra: str, what: str) -> ModuleType:
 
 def pyarrow() -> ModuleType:
     return _module("pyarrow", "scan", "harness scan")
+
+
+def pyarrow_compute() -> ModuleType:
+    return _module("pyarrow.compute", "scan", "harness scan")
 
 
 def pyarrow_parquet() -> ModuleType:

@@ -26,7 +26,7 @@ from typing import Any, Final
 import numpy as np
 
 from harness.scan._digest import DIGEST_SIZE
-from harness.scan._extras import pyarrow
+from harness.scan._extras import pyarrow, pyarrow_compute
 
 __all__ = ["DEFAULT_TTL", "Pair", "Plan", "needs_bytes", "plan"]
 
@@ -55,7 +55,7 @@ class Plan:
 
 
 def _shift_equal(column: Any, n: int) -> np.ndarray[Any, Any]:
-    pc = pyarrow().compute
+    pc = pyarrow_compute()
     out = np.zeros(n, dtype=bool)
     if n > 1:
         column = column.combine_chunks() if hasattr(column, "combine_chunks") else column
@@ -65,7 +65,7 @@ def _shift_equal(column: Any, n: int) -> np.ndarray[Any, Any]:
 
 
 def _numbers(column: Any, fill: float) -> np.ndarray[Any, Any]:
-    pc = pyarrow().compute
+    pc = pyarrow_compute()
     return np.asarray(pc.fill_null(column, fill).to_numpy(zero_copy_only=False), dtype=float)
 
 
@@ -84,7 +84,7 @@ def _words(column: Any) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
 
 
 def plan(table: Any, ttl: Mapping[str, float] | None = None) -> Plan:
-    pc = pyarrow().compute
+    pc = pyarrow_compute()
     keys = pyarrow().table(
         {
             "session": table["session"],
