@@ -4,7 +4,9 @@ their figures, bad input, keys, time windows, the loss gate, and the input left 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -221,3 +223,47 @@ def test_workers_without_dask_engine_is_a_usage_error(
     assert code == 2 and "--engine dask" in err
     code, _, err = run(capsys, str(path), "--engine", "dask", "--workers", "1", "--scheduler", "x")
     assert code == 2 and "not allowed with" in err
+
+
+def test_a_truncated_gzip_keeps_what_it_holds_and_names_the_rest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import gzip
+
+    data = "".join(json.dumps(row) + "\n" for row in session_lines("s", turns=6)).encode()
+    packed = gzip.compress(data)
+    path = tmp_path / "cut.jsonl.gz"
+    path.write_bytes(packed[: len(packed) * 2 // 3])
+    code, report = scan_json(capsys, str(path))
+    assert code == 0 and 0 < report["totals"]["requests"] < 6
+    assert report["totals"]["malformed"] == 1
+    assert "cannot be decompressed" in report["malformed"][0]
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize(
+    ("quiet", "ci", "shown"), [(False, None, True), (True, None, False), (False, "true", False)]
+)
+def test_the_progress_line_only_on_a_terminal_outside_ci(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    quiet: bool,
+    ci: str | None,
+    shown: bool,
+) -> None:
+    from harness.cli import main
+
+    path = write_lines(tmp_path / "p.jsonl", session_lines("s"))
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    monkeypatch.setattr(sys, "stdout", io.StringIO())
+    for name in ("CI", "GITHUB_ACTIONS", "CONTINUOUS_INTEGRATION"):
+        monkeypatch.delenv(name, raising=False)
+    if ci:
+        monkeypatch.setenv("CI", ci)
+    main(["scan", str(path), *(["--quiet"] if quiet else [])])
+    assert ("requests read" in terminal.getvalue() or "judging" in terminal.getvalue()) == shown
