@@ -46,7 +46,8 @@ from harness.providers._pack import Ttl, rules_pack
 from harness.rules._analysis import LintRequest
 from harness.rules._tokens import PLAUSIBLE
 from harness.scan._digest import BLOCKS
-from harness.scan._extras import pyarrow
+from harness.scan._extras import pyarrow, pyarrow_compute
+from harness.scan._figures import session_figures
 from harness.scan._tier import Pair, Plan, plan
 
 __all__ = ["FINDING_COLUMNS", "SESSION_COLUMNS", "UNEXPLAINED", "Judged", "judge", "table_schema"]
@@ -120,7 +121,7 @@ def judge(table: Any) -> Judged:
     """Findings and session figures for a batch of whole sessions (see the module doc)."""
     found = plan(table, _ttls())
     t = found.table
-    cols = {name: t[name].to_pylist() for name in _READ}
+    cols = _Columns(t)
     findings: list[dict[str, Any]] = []
     not_judged = np.zeros(t.num_rows, dtype=np.int64)
     for pair in found.pairs:
@@ -128,44 +129,38 @@ def judge(table: Any) -> Judged:
             findings += _pair(found, pair, cols, not_judged)
     for row in np.flatnonzero(found.miss).tolist():
         findings.append(_miss(found, row, cols))
-    unseen = ~found.has & np.array([c is None for c in cols["input_tokens"]], dtype=bool)
-    not_judged += unseen.astype(np.int64)
+    counted = pyarrow_compute().is_valid(t["input_tokens"]).to_numpy(zero_copy_only=False)
+    not_judged += (~found.has & ~counted).astype(np.int64)
     findings.sort(key=lambda f: (f["session"], f["request"], f["verdict"]))
     pa = pyarrow()
     return Judged(
         pa.Table.from_pylist(findings, schema=table_schema(FINDING_COLUMNS)),
-        pa.Table.from_pylist(
-            _sessions(found, cols, findings, not_judged), schema=table_schema(SESSION_COLUMNS)
-        ),
+        session_figures(t, findings, not_judged, table_schema(SESSION_COLUMNS)),
     )
 
 
-_READ: Final = (
-    "session",
-    "time",
-    "request_id",
-    "deploy",
-    "source",
-    "format",
-    "endpoint",
-    "provider",
-    "model",
-    "evidence",
-    "truncated",
-    "input_tokens",
-    "cache_read",
-    "cache_write",
-    "body",
-    "grouped",
-    "d_settings",
-    "d_tools",
-    "d_system",
-    "d_ttls",
-    "conv",
-)
+class _Column:
+    """One column, read a row at a time (the judge looks at the few rows of its pairs)."""
+
+    def __init__(self, column: Any) -> None:
+        self._array = column.combine_chunks() if hasattr(column, "combine_chunks") else column
+
+    def __getitem__(self, row: int) -> Any:
+        return self._array[row].as_py()
 
 
-def _finding(found: Plan, row: int, cols: dict[str, list[Any]], **fields: Any) -> dict[str, Any]:
+class _Columns:
+    def __init__(self, table: Any) -> None:
+        self._table = table
+        self._found: dict[str, _Column] = {}
+
+    def __getitem__(self, name: str) -> _Column:
+        if name not in self._found:
+            self._found[name] = _Column(self._table[name])
+        return self._found[name]
+
+
+def _finding(found: Plan, row: int, cols: _Columns, **fields: Any) -> dict[str, Any]:
     return {
         "session": cols["session"][row],
         "request": int(found.place[row]),
@@ -179,7 +174,7 @@ def _finding(found: Plan, row: int, cols: dict[str, list[Any]], **fields: Any) -
     }
 
 
-def _request(row: int, found: Plan, cols: dict[str, list[Any]]) -> LintRequest | None:
+def _request(row: int, found: Plan, cols: _Columns) -> LintRequest | None:
     body = cols["body"][row]
     if body is None:
         return None
@@ -194,7 +189,7 @@ def _request(row: int, found: Plan, cols: dict[str, list[Any]]) -> LintRequest |
     return LintRequest(int(found.place[row]) - 1, decoded, url=url)
 
 
-def _evidence(rows: Sequence[int], cols: dict[str, list[Any]]) -> str:
+def _evidence(rows: Sequence[int], cols: _Columns) -> str:
     if any(cols["truncated"][r] for r in rows):
         return "digest"
     if any(cols["evidence"][r] == "structural" for r in rows):
@@ -203,7 +198,7 @@ def _evidence(rows: Sequence[int], cols: dict[str, list[Any]]) -> str:
 
 
 def _pair(
-    found: Plan, pair: Pair, cols: dict[str, list[Any]], not_judged: np.ndarray[Any, Any]
+    found: Plan, pair: Pair, cols: _Columns, not_judged: np.ndarray[Any, Any]
 ) -> list[dict[str, Any]]:
     rows = [*pair.context, pair.row]
     requests = [_request(row, found, cols) for row in rows]
@@ -224,7 +219,7 @@ def _pair(
 def _from_break(
     found: Plan,
     pair: Pair,
-    cols: dict[str, list[Any]],
+    cols: _Columns,
     item: PrefixBreak,
     request: LintRequest,
     rows: Sequence[int],
@@ -268,7 +263,7 @@ def _head(item: PrefixBreak) -> str:
     )
 
 
-def _from_digests(found: Plan, pair: Pair, cols: dict[str, list[Any]]) -> dict[str, Any]:
+def _from_digests(found: Plan, pair: Pair, cols: _Columns) -> dict[str, Any]:
     """No bytes to read again: the first block whose digest differs, in cache order."""
     row, before = pair.row, max(pair.context)
     block = "messages"
@@ -295,14 +290,14 @@ def _from_digests(found: Plan, pair: Pair, cols: dict[str, list[Any]]) -> dict[s
     )
 
 
-def _cached(row: int, cols: dict[str, list[Any]]) -> int | None:
+def _cached(row: int, cols: _Columns) -> int | None:
     read, write = cols["cache_read"][row], cols["cache_write"][row]
     if read is None and write is None:
         return None
     return (read or 0) + (write or 0)
 
 
-def _missed(found: Plan, pair: Pair, cols: dict[str, list[Any]]) -> bool:
+def _missed(found: Plan, pair: Pair, cols: _Columns) -> bool:
     row = pair.row
     before = row - 1
     return (
@@ -312,7 +307,7 @@ def _missed(found: Plan, pair: Pair, cols: dict[str, list[Any]]) -> bool:
     )
 
 
-def _miss(found: Plan, row: int, cols: dict[str, list[Any]]) -> dict[str, Any]:
+def _miss(found: Plan, row: int, cols: _Columns) -> dict[str, Any]:
     expected = _cached(row - 1, cols) or 0
     total = cols["input_tokens"][row]
     tokens = min(expected, total) if total is not None else expected
@@ -344,58 +339,3 @@ def _usd(tokens: int | None, provider: Any, model: Any, time: Any) -> float | No
     if price is None:
         return None
     return round(tokens * max(price.input - price.cache_read, 0.0) / 1_000_000, 6)
-
-
-def _rate(numerator: int, denominator: int) -> float | None:
-    return round(min(numerator / denominator, 1.0), 4) if denominator else None
-
-
-def _sessions(
-    found: Plan,
-    cols: dict[str, list[Any]],
-    findings: Sequence[dict[str, Any]],
-    not_judged: np.ndarray[Any, Any],
-) -> list[dict[str, Any]]:
-    lost: dict[str, tuple[int, float, bool]] = {}
-    for f in findings:
-        tokens, usd, broken = lost.get(f["session"], (0, 0.0, False))
-        lost[f["session"]] = (
-            tokens + (f["tokens_lost"] or 0),
-            usd + (f["usd_lost"] or 0.0),
-            broken or f["severity"] == "error",
-        )
-    out: list[dict[str, Any]] = []
-    n = len(cols["session"])
-    start = 0
-    while start < n:
-        end = start + 1
-        while end < n and found.starts[end] == start:
-            end += 1
-        name = cols["session"][start]
-        span = range(start, end)
-        counted = [r for r in span if cols["input_tokens"][r] is not None]
-        total = sum(cols["input_tokens"][r] for r in counted)
-        read = sum(cols["cache_read"][r] or 0 for r in counted)
-        tokens, usd, broken = lost.get(name, (0, 0.0, False))
-        deploy = next((cols["deploy"][r] for r in span if cols["deploy"][r]), None)
-        times = [cols["time"][r] for r in span if cols["time"][r] is not None]
-        out.append(
-            {
-                "session": name,
-                "requests": end - start,
-                "deploy": deploy,
-                "status": "broken" if broken else "stable",
-                "provider_hit_rate": _rate(read, total),
-                "stable_hit_rate": _rate(read + tokens, total),
-                "grouped": bool(cols["grouped"][start]),
-                "first_time": min(times) if times else None,
-                "input_tokens": total if counted else None,
-                "cache_read": read if counted else None,
-                "tokens_lost": tokens,
-                "usd_lost": round(usd, 6),
-                "not_judged": int(not_judged[start:end].sum()),
-                "format": cols["format"][start],
-            }
-        )
-        start = end
-    return out

@@ -123,7 +123,9 @@ def read_file(path: Path, number: int, options: Options, tally: Tally) -> Iterat
             row = _row(record, unit, (unit_no, index), path, number, options, chains, tally)
             if row is not None:
                 found += 1
-                yield from rows.add(row)
+                batch = rows.add(row)
+                if batch is not None:
+                    yield batch
     if reader is None:
         tally.unknown.append(str(path))
     elif found == 0 and not tally.outside:

@@ -16,7 +16,7 @@ tier's benchmark input, or a table a previous pipeline wrote).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
 from typing import Any, Final
 
 from harness.scan._extras import pyarrow
@@ -59,6 +59,7 @@ DIGEST_COLUMNS: Final = frozenset({"d_settings", "d_tools", "d_system", "conv", 
 _BATCH: Final = 8192
 
 
+@functools.cache
 def schema() -> Any:
     pa = pyarrow()
     types = {
@@ -80,13 +81,12 @@ class Rows:
         self._columns: dict[str, list[Any]] = {name: [] for name in COLUMNS}
         self.count = 0
 
-    def add(self, row: dict[str, Any]) -> Iterator[Any]:
-        """Add a row; yields a full batch when one is ready."""
+    def add(self, row: dict[str, Any]) -> Any:
+        """Add a row; a full batch when one is ready, else None."""
         for name, column in self._columns.items():
-            column.append(row.get(name))
+            column.append(row[name])
         self.count += 1
-        if len(self._columns["seq"]) >= self.size:
-            yield self.flush()
+        return self.flush() if len(self._columns["seq"]) >= self.size else None
 
     def flush(self) -> Any:
         pa = pyarrow()
