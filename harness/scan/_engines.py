@@ -30,7 +30,6 @@ from harness.scan._extras import dask, dask_modules, duckdb, pandas, pyarrow, py
 from harness.scan._judge import FINDING_COLUMNS, SESSION_COLUMNS, Judged, judge, table_schema
 from harness.scan._read import Options, Tally, read_file
 from harness.scan._table import COLUMNS, DIGEST_COLUMNS, schema
-from harness.scan._tier import needs_bytes
 
 __all__ = ["judge_batch", "run_dask", "run_duckdb"]
 
@@ -41,8 +40,7 @@ _MEMORY: Final = "1GB"
 def judge_batch(table: Any) -> Judged:
     """The judge with the bytes it needs: the digest tier says which rows, they are read
     again, and the judge runs. What both engines call on a batch of whole sessions."""
-    ordered, wanted = needs_bytes(table)
-    return judge(attach(ordered, wanted))
+    return judge(table, fetch=attach)
 
 
 def _digest_table(path: Path) -> frozenset[str] | None:

@@ -26,7 +26,7 @@ cache-read price.
 from __future__ import annotations
 
 import datetime
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final, NamedTuple
 
 import msgspec
@@ -48,7 +48,7 @@ from harness.rules._tokens import PLAUSIBLE
 from harness.scan._digest import BLOCKS
 from harness.scan._extras import pyarrow, pyarrow_compute
 from harness.scan._figures import session_figures
-from harness.scan._tier import Pair, Plan, plan
+from harness.scan._tier import Pair, Plan, plan, wanted
 
 __all__ = ["FINDING_COLUMNS", "SESSION_COLUMNS", "UNEXPLAINED", "Judged", "judge", "table_schema"]
 
@@ -117,9 +117,14 @@ def _ttls() -> dict[str, float]:
     return found
 
 
-def judge(table: Any) -> Judged:
-    """Findings and session figures for a batch of whole sessions (see the module doc)."""
+def judge(table: Any, fetch: Callable[[Any, Any], Any] | None = None) -> Judged:
+    """Findings and session figures for a batch of whole sessions (see the module doc). With
+    `fetch(table, rows)`, the rows whose bytes the digests could not spare are filled in first
+    (the engines pass `harness.scan._bytes.attach`); without it, the table's `body` column is
+    what there is."""
     found = plan(table, _ttls())
+    if fetch is not None:
+        found.table = fetch(found.table, wanted(found))
     t = found.table
     cols = _Columns(t)
     findings: list[dict[str, Any]] = []

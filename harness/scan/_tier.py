@@ -28,7 +28,7 @@ import numpy as np
 from harness.scan._digest import DIGEST_SIZE
 from harness.scan._extras import pyarrow, pyarrow_compute
 
-__all__ = ["DEFAULT_TTL", "Pair", "Plan", "needs_bytes", "plan"]
+__all__ = ["DEFAULT_TTL", "Pair", "Plan", "needs_bytes", "plan", "wanted"]
 
 DEFAULT_TTL: Final = 300.0  # the shortest default TTL the providers document (5 minutes)
 _SINGLES: Final = 16  # as many recent one-message requests as the gate looks back at
@@ -221,10 +221,15 @@ def needs_bytes(table: Any) -> tuple[Any, np.ndarray[Any, Any]]:
     """The batch sorted as the judge sorts it, and which of its rows the judge needs the bytes
     of: every row of a pair the digests could not clear."""
     found = plan(table)
+    return found.table, wanted(found)
+
+
+def wanted(found: Plan) -> np.ndarray[Any, Any]:
+    """The rows of `found`'s table whose bytes the judge needs."""
     wanted = np.zeros(found.table.num_rows, dtype=bool)
     for pair in found.pairs:
         if not pair.context:
             continue  # nothing earlier on its endpoint: it starts a conversation
         wanted[pair.row] = True
         wanted[list(pair.context)] = True
-    return found.table, wanted
+    return wanted
