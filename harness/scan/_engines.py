@@ -34,7 +34,7 @@ from harness.scan._table import COLUMNS, DIGEST_COLUMNS, schema
 __all__ = ["judge_batch", "run_dask", "run_duckdb"]
 
 _ROWS: Final = 65536  # rows fetched from DuckDB at a time (a batch is cut at a session's end)
-_MEMORY: Final = "1GB"
+_MEMORY: Final = "256MB"  # past it DuckDB spills its sort to the temporary folder
 
 
 def judge_batch(table: Any) -> Judged:
@@ -59,7 +59,14 @@ def run_duckdb(
 ) -> Iterator[Judged]:
     db = duckdb()
     with tempfile.TemporaryDirectory(prefix="harness-scan-") as spill:
-        con = db.connect(":memory:", config={"temp_directory": spill, "memory_limit": _MEMORY})
+        con = db.connect(
+            ":memory:",
+            config={
+                "temp_directory": spill,
+                "memory_limit": _MEMORY,
+                "preserve_insertion_order": False,  # every read is ordered by the query
+            },
+        )
         try:
             yield from _duckdb(con, files, options, tally, progress)
         finally:
