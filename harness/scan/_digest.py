@@ -19,8 +19,9 @@ that changed, a marker that moved). Cache markers (`cache_control`, Bedrock's `c
 blocks, OpenAI's `prompt_cache_breakpoint`) are set aside before digesting, as the prefix-chain
 gate sets them aside (a marker moving forward is how a conversation keeps its cache); the set of
 TTLs they ask for is digested apart, so a request that asks for another TTL is a pair for the
-cache model. (A request that keeps the same TTLs but swaps them between two marked places is not:
-docs/scan.md lists it among the limits.)
+cache model (one that keeps the same TTLs but swaps them between two marked places is not:
+docs/scan.md lists it among the limits). The order of the top-level keys is part of the
+settings' digest: on Vertex it reaches the cache.
 """
 
 from __future__ import annotations
@@ -91,6 +92,7 @@ def digests_of(body: bytes | dict[str, Any]) -> Digests | None:
     conversation = b""
     items = 0
     for key, raw in top.items():
+        settings.update(key.encode() + b";")  # the top-level key order: Vertex caches it
         value = bytes(raw)
         if key in MARKERS:  # a top-level automatic marker: its TTL, not a setting
             ttls.update(_TTL.findall(value) or [b""])

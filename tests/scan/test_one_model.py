@@ -153,3 +153,21 @@ def test_a_responses_chain_is_one_session_and_its_settings_are_judged(
     assert code == 1
     assert len(report["sessions"]) == 1 and report["sessions"][0]["requests"] == 4
     assert [(f["request"], f["verdict"]) for f in report["findings"]] == [(4, "tools_changed")]
+
+
+def test_a_body_whose_top_level_keys_moved_is_judged_not_cleared(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Claude on Vertex caches the raw key order: `messages` before `system` misses. The digests
+    # must send such a pair to the cache model, whatever it then says.
+    url = "https://us-east5-aiplatform.googleapis.com/v1/projects/p/locations/us-east5/publishers/anthropic/models/claude-sonnet-4-5:rawPredict"
+    rows = []
+    for turn in (1, 2, 3):
+        body = conversation(turn)
+        body.pop("model")
+        body["anthropic_version"] = "vertex-2023-10-16"
+        if turn == 3:
+            body = {"messages": body.pop("messages"), **body}
+        rows.append({**line(body, session="v", time=START + turn, read=10), "url": url})
+    path = write_lines(tmp_path / "vertex.jsonl", rows)
+    assert scan_breaks(path, capsys) == lint_breaks(path, capsys) == [(3, "key_order_changed")]
