@@ -184,3 +184,31 @@ def test_a_bedrock_body_moved_to_s3_is_read_when_a_copy_is_beside_the_log(
     [finding] = json.loads(out)["findings"]
     assert code == 1
     assert (finding["verdict"], finding["evidence"]) == ("system_changed", "exact")
+
+
+def test_openinference_spans_with_nested_attributes_are_rebuilt(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def span(turn: int, system: str) -> dict[str, object]:
+        messages = [{"message": {"role": "system", "content": system}}]
+        messages += [{"message": {"role": "user", "content": f"q{n}"}} for n in range(turn)]
+        return {
+            "name": "llm",
+            "context": {"trace_id": f"t{turn}", "span_id": f"s{turn}"},
+            "start_time": f"2026-01-01T00:00:0{turn}Z",
+            "attributes": {
+                "openinference": {"span": {"kind": "LLM"}},
+                "llm": {"model_name": "gpt-5", "provider": "openai", "input_messages": messages},
+                "session": {"id": "nested"},
+            },
+        }
+
+    rows = [span(1, "Plan."), span(2, "Plan."), span(3, "Plan the week.")]
+    path = tmp_path / "phoenix.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    code, out, _ = run(capsys, str(path), "--format", "json")
+    report = json.loads(out)
+    assert code == 1
+    assert [
+        (f["session"], f["request"], f["verdict"], f["evidence"]) for f in report["findings"]
+    ] == [("nested", 3, "system_changed", "structural")]

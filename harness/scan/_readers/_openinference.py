@@ -73,8 +73,20 @@ class OpenInferenceReader(Reader):
         )
 
 
+def _listed(a: dict[str, Any], name: str, inner: str) -> list[dict[str, Any]]:
+    """`llm.input_messages` (or `llm.tools`) given as a list of objects (nested JSON exports)
+    rather than flattened to `llm.input_messages.0.message.role`."""
+    found = a.get(name)
+    if not isinstance(found, list):
+        return []
+    return [item.get(inner, item) for item in found if isinstance(item, dict)]
+
+
 def _rebuilt(a: dict[str, Any], model: str | None) -> dict[str, Any] | None:
-    messages: list[dict[str, Any]] = []
+    messages: list[dict[str, Any]] = [
+        {"role": m.get("role"), "content": m.get("content", "")}
+        for m in _listed(a, "llm.input_messages", "message")
+    ]
     index = 0
     while f"llm.input_messages.{index}.message.role" in a:
         prefix = f"llm.input_messages.{index}.message."
@@ -82,7 +94,7 @@ def _rebuilt(a: dict[str, Any], model: str | None) -> dict[str, Any] | None:
         index += 1
     if not messages:
         return None
-    tools = []
+    tools: list[Any] = [t.get("json_schema", t) for t in _listed(a, "llm.tools", "tool")]
     index = 0
     while f"llm.tools.{index}.tool.json_schema" in a:
         schema = a[f"llm.tools.{index}.tool.json_schema"]
