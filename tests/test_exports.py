@@ -232,6 +232,7 @@ FACES["harness.scan"] = [
 # Public modules that are not faces: the entry points, and wing packages that export nothing.
 ENTRY_POINTS = {"harness.pytest_plugin", "harness.cli", "harness.cli.__main__"}
 WINGS = {
+    "harness.cache",
     "harness.scenarios",
     "harness.prove",
     "harness.prove.perturb",

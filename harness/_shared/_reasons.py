@@ -41,6 +41,7 @@ __all__ = [
     "Effect",
     "Reason",
     "Vocabulary",
+    "complete",
     "declare",
     "vocabulary_for",
 ]
@@ -79,6 +80,9 @@ class Vocabulary:
     unknown: Reason | None = None
     compaction: frozenset[str] = frozenset()
     compaction_word: str = ""
+    # the provider's cache levels in order, as its invalidation table names them (the rules
+    # pack's `levels` row): a change invalidates its level and every one after it
+    levels: tuple[str, ...] = ()
 
     def block(self, name: str) -> str:
         return self.blocks.get(name) or GENERIC.blocks.get(name) or f"{name}_changed"
@@ -104,6 +108,7 @@ class Vocabulary:
             unknown=self.unknown or base.unknown,
             compaction=self.compaction | base.compaction,
             compaction_word=self.compaction_word or base.compaction_word,
+            levels=self.levels or base.levels,
         )
 
 
@@ -149,14 +154,17 @@ GENERIC: Final = Vocabulary(
 _DECLARED: dict[str, Vocabulary] = {}
 
 
-def declare(provider: str, vocabulary: Vocabulary) -> None:
-    """Say how `provider` names what breaks its cache (replaces an earlier declaration). An
-    authoritative vocabulary (`unknown` set) takes only the generic block words."""
+def complete(vocabulary: Vocabulary) -> Vocabulary:
+    """A provider's vocabulary over the generic one: an authoritative vocabulary (`unknown`
+    set) takes only the generic block words."""
     if vocabulary.unknown is not None:
-        base = Vocabulary(blocks=GENERIC.blocks)
-        _DECLARED[provider] = vocabulary.over(base)
-    else:
-        _DECLARED[provider] = vocabulary.over(GENERIC)
+        return vocabulary.over(Vocabulary(blocks=GENERIC.blocks))
+    return vocabulary.over(GENERIC)
+
+
+def declare(provider: str, vocabulary: Vocabulary) -> None:
+    """Say how `provider` names what breaks its cache (replaces an earlier declaration)."""
+    _DECLARED[provider] = complete(vocabulary)
 
 
 def vocabulary_for(provider: str) -> Vocabulary:

@@ -100,7 +100,11 @@ class RequestSplit:
     keys that mark a breakpoint inside a block (Anthropic's `cache_control`): moving one forward
     is how a conversation keeps its cache, so the prefix chain ignores them. `bookkeeping` holds
     the request's fields that never reach the cache (streaming, output limits, diagnostics
-    requests...), by key, so a report can name them when only they differ.
+    requests...), by key, so a report can name them when only they differ. `held` says what of
+    the prompt the provider's server holds rather than the request: "" (the request carries all
+    of it), `conversation` (OpenAI's `previous_response_id` or `conversation`: the earlier turns;
+    the tools and instructions are sent again) or `prefix` (Anthropic's server-held message
+    thread: everything before the new messages, tools and system included).
     """
 
     provider: str
@@ -111,6 +115,7 @@ class RequestSplit:
     breakpoints: tuple[str, ...] = ()
     markers: tuple[str, ...] = ()
     bookkeeping: dict[str, Any] = field(default_factory=dict, compare=False)
+    held: Literal["", "conversation", "prefix"] = ""
 
     @property
     def prefix_bytes(self) -> int:

@@ -51,9 +51,9 @@ class Captured:
             return None
 
     def continues_stored(self) -> bool:
-        """A Responses request continuing a stored response: its prefix lives on the server."""
-        body = self.json()
-        return isinstance(body, dict) and ("previous_response_id" in body or "conversation" in body)
+        """Whether the provider's server holds its earlier turns (OpenAI's stored response or
+        conversation, Anthropic's message thread: `RequestSplit.held`)."""
+        return self.split is not None and bool(self.split.held)
 
 
 def split_exchange(

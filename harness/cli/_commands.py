@@ -319,7 +319,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
         out(report.to_json().decode())
     else:
         out(report.to_text())
-    return EXIT_OK if report.identical else EXIT_DRIFT
+    return EXIT_OK if report.identical or report.extends else EXIT_DRIFT
 
 
 def cmd_show(args: argparse.Namespace) -> int:

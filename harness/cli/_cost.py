@@ -2,12 +2,17 @@
 
 `harness cost PATH... [--model M] [--format text|json] [--prices FILE] [--rules FILE]` reads what
 `harness lint` reads (cassettes, folders, request bodies, sessions `.jsonl` with `time` and
-`response`), simulates each conversation (`harness.cost`) and prices it with the price pack (the
-project's `harness-prices.json` or `--prices` rows first). JSON: an object with `sessions` (one
-per conversation: `file`, `provider`, `model`, `requests`, `input_tokens`, `cache_read_tokens`,
-`cache_write_tokens`, `uncached_tokens`, `hit_rate`, `usd`, `usd_without_cache`, `recorded`,
-`agreement`, `prices_checked_on`) and `totals`. `--model` re-simulates and re-prices under
-another model's rules and prices. Exit 0; 2 for bad input.
+`response`), simulates each conversation (`harness.cost`) and prices each request (the project's
+`harness-prices.json` or `--prices` rows first, then the price pack, then genai-prices). JSON: an
+object with `sessions` (one per conversation: `file`, `provider`, `model`, `requests`,
+`input_tokens`, `cache_read_tokens`, `cache_write_tokens`, `uncached_tokens`, `hit_rate`, `usd`,
+`usd_without_cache`, `recorded`, `agreement`, `prices_checked_on`), `totals`, and `prices`: in
+the order of `sessions`, where each conversation's prices came from (`sources`: genai-prices with
+its `version` and `model` id, a price-pack page or a project file with its `checked_on` and
+`quote`; which prices each `gave`), the first request's prices, and what `applied` to how many
+requests (a long-context tier, a time-of-day window, a weekday price). `--model` re-simulates and
+re-prices under another model's rules and prices; a model nothing prices is one usage line (exit
+2). Exit 0; 2 for bad input.
 """
 
 from __future__ import annotations
@@ -21,12 +26,12 @@ import msgspec
 
 from harness._shared._errors import UsageError
 from harness._shared._paths import project_fixtures
+from harness.cache._replay import Conversation
 from harness.cli._lint import project_policy
 from harness.cli._output import out
-from harness.cost._cost import cost_of, price_of, totals
+from harness.cost._cost import cost_of, price_of, prices_used, totals
 from harness.cost._prices import overlay_prices, project_prices
 from harness.cost._read import conversations_of
-from harness.cost._simulate import Conversation
 from harness.cost._text import breakdown, money, percent
 
 __all__ = ["add_arguments", "cmd_cost", "cmd_report", "prices_in_force", "report_arguments"]
@@ -59,7 +64,8 @@ def prices_option(command: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="FILE",
-        help="the project's prices (a negotiated rate; default: harness-prices.json here)",
+        help="the project's prices, asked before the price pack and genai-prices (a negotiated"
+        " rate; default: harness-prices.json here)",
     )
 
 
@@ -75,14 +81,15 @@ def cmd_cost(args: argparse.Namespace) -> int:
         found = conversations_of(paths, args.model)
         known_model(args.model, found)
         costs = [cost_of(conversation) for conversation in found]
+        used = [prices_used(conversation) for conversation in found]
     total = totals(costs)
     if args.format == "json":
-        out(msgspec.json.encode({"sessions": costs, "totals": total}).decode())
+        out(msgspec.json.encode({"sessions": costs, "totals": total, "prices": used}).decode())
         return 0
-    for conversation, cost in zip(found, costs, strict=True):
+    for conversation, cost, prices in zip(found, costs, used, strict=True):
         out(
             f"{cost.file} ({cost.provider} {cost.model or 'no model'}):"
-            f" {breakdown(cost, conversation)}"
+            f" {breakdown(cost, conversation, prices)}"
         )
     out(
         f"harness cost: {total.sessions} conversation(s), {total.requests} request(s):"
@@ -93,16 +100,18 @@ def cmd_cost(args: argparse.Namespace) -> int:
 
 
 def known_model(model: str | None, found: Sequence[Conversation]) -> None:
-    """A `--model` the price pack prices for every conversation's provider; else one usage
-    line (a misspelt model would price everything at $0 and say nothing)."""
+    """A `--model` something prices for every conversation's provider; else one usage line (a
+    misspelt model would price everything at $0 and say nothing)."""
     if model is None:
         return
     for conversation in found:
         if price_of(conversation) is None:
+            from harness.cost._registry import REGISTRY, version
+
             raise UsageError(
-                f"--model {model}: the price pack has no price for it on {conversation.provider}"
-                f" ({conversation.file}); name a model the price pack prices, or add a row to"
-                " harness-prices.json (--prices FILE)"
+                f"--model {model}: neither {REGISTRY} {version()} nor the price pack prices it on"
+                f" {conversation.provider} ({conversation.file}); name a model they price (the"
+                " provider's own id), or add a row to harness-prices.json (--prices FILE)"
             )
 
 

@@ -23,14 +23,14 @@ from harness._shared._errors import FixtureError
 from harness._shared._files import decode, read_checked, with_position
 from harness._shared._views import RequestSplit, prompt_size, view_of_header, view_of_request
 from harness.agent._header import Header, LlmConfig
+from harness.cache._analysis import LintRequest, analyse
+from harness.cache._verdict import judge_pair
 from harness.capture._audit import request_of
 from harness.capture._cassette import CaptureFile, Exchange
-from harness.capture._prefix import conversation_links, prefix_chain
 from harness.drift._compare import compare, compare_values
 from harness.drift._far import FAR
-from harness.drift._report import DriftReport
+from harness.drift._report import DriftReport, Loss
 from harness.providers import split_request
-from harness.rules._analysis import LintRequest, analyse
 from harness.scenarios._formats import RequestsFile, ToolSchemasPin
 
 __all__ = ["diff_files"]
@@ -96,34 +96,37 @@ def _diff(a: Path, b: Path) -> DriftReport:
         return _diff_cassettes(decode(data_a, CaptureFile, a), decode(data_b, CaptureFile, b), a, b)
     size = max(size_a, size_b)
     raw_a, raw_b = _wrapped(raw_a), _wrapped(raw_b)
-    split_a, split_b = _split_body(raw_a), _split_body(raw_b)
-    if split_a is not None and split_b is not None and size <= FAR:
-        caching = caching_of(raw_b) + bookkeeping_clause(split_a, split_b)
-        report = compare(
-            split_a.view, split_b.view, label_a=str(a), label_b=str(b), caching=caching
+    request_a, request_b = _request_of(raw_a), _request_of(raw_b)
+    if request_a is not None and request_b is not None and size <= FAR:
+        return _diff_requests(request_a, request_b, raw_a, raw_b, (a, b), digest_a != digest_b)
+    report = compare_values(raw_a, raw_b, label_a=str(a), label_b=str(b), decoded=True, size=size)
+    if request_a is not None and request_b is not None:  # the cache view would copy both bodies
+        note = (
+            f"two request bodies over {FAR // (1024 * 1024)} MiB are compared as JSON values,"
+            " member by member, without the provider's cache verdict"
         )
-        differ = bookkeeping_differs(split_a, split_b)
-        extends = not report.identical and _extends(split_a, split_b)
-        if extends:
-            said = (
-                f"extends: {b} continues {a}'s prefix: every block {a} sends comes first"
-                f" in {b}, which adds to its end (a cache marker that moves forward is how a"
-                f" conversation keeps its cache); {report.prefix_bytes_kept:,} prompt bytes"
-                f" (~{report.tokens_kept:,} tokens) kept; {caching}"
-            )
-            report = DriftReport(
-                identical=True,
-                raw_summary=said,
-                prefix_bytes_kept=report.prefix_bytes_kept,
-                tokens_kept=report.tokens_kept,
-                raw_label_a=str(a),
-                raw_label_b=str(b),
-            )
-        if (
-            report.identical
-            and not extends
-            and (digest_a != digest_b or _spaced(raw_a) != _spaced(raw_b))
-        ):
+        report = msgspec.structs.replace(report, notes=(*report.notes, note))
+    return report
+
+
+def _diff_requests(
+    request_a: LintRequest,
+    request_b: LintRequest,
+    raw_a: object,
+    raw_b: object,
+    paths: tuple[Path, Path],
+    bytes_differ: bool,
+) -> DriftReport:
+    """Two provider requests: identical to the cache, `b` keeping `a`'s cached prefix (it
+    extends it), or the break the cache model finds, with what it costs."""
+    a, b = paths
+    split_a, split_b = request_a.split, request_b.split
+    assert split_a is not None and split_b is not None
+    caching = caching_of(raw_b) + bookkeeping_clause(split_a, split_b)
+    report = compare(split_a.view, split_b.view, label_a=str(a), label_b=str(b), caching=caching)
+    differ = bookkeeping_differs(split_a, split_b)
+    if report.identical:
+        if bytes_differ or _spaced(raw_a) != _spaced(raw_b):
             how = (
                 "in fields that never reach the cache"
                 if differ
@@ -135,31 +138,36 @@ def _diff(a: Path, b: Path) -> DriftReport:
                 f" only {how}; {caching}"
             )
             report = msgspec.structs.replace(report, raw_summary=(said,))
-        if differ:
-            note = f"bookkeeping fields differ, and never reach the cache: {', '.join(differ)}"
-            report = msgspec.structs.replace(report, notes=(*report.notes, note))
-        return report
-    report = compare_values(raw_a, raw_b, label_a=str(a), label_b=str(b), decoded=True, size=size)
-    if split_a is not None and split_b is not None:  # the cache view would copy both bodies
-        note = (
-            f"two request bodies over {FAR // (1024 * 1024)} MiB are compared as JSON values,"
-            " member by member, without the provider's cache verdict"
-        )
+    else:
+        judged = judge_pair(request_a, request_b, labels=(str(a), str(b)))
+        if judged is not None:
+            report = judged.report
+        elif prompt_size(split_b.view) <= prompt_size(split_a.view):
+            # no extension (a shorter history, a setting of a level past the cached prefix):
+            # what differs, and that nothing cached is lost by it
+            kept = Loss(0, 0, f"{b} keeps what {a} caches")
+            report = compare(split_a.view, split_b.view, label_a=str(a), label_b=str(b), loss=kept)
+        else:
+            said = (
+                f"extends: {b} continues {a}'s prefix: every block {a} caches comes first in"
+                f" {b}, which adds to its end (a cache marker that moves forward is how a"
+                f" conversation keeps its cache); {report.prefix_bytes_kept:,} prompt bytes"
+                f" (~{report.tokens_kept:,} tokens) kept; {caching}"
+            )
+            report = DriftReport(
+                identical=False,
+                verdict="extends",
+                extends=True,
+                raw_summary=said,
+                prefix_bytes_kept=report.prefix_bytes_kept,
+                tokens_kept=report.tokens_kept,
+                raw_label_a=str(a),
+                raw_label_b=str(b),
+            )
+    if differ:
+        note = f"bookkeeping fields differ, and never reach the cache: {', '.join(differ)}"
         report = msgspec.structs.replace(report, notes=(*report.notes, note))
     return report
-
-
-def _extends(a: RequestSplit, b: RequestSplit) -> bool:
-    """Whether `b` continues `a`'s conversation and extends its cached prefix, by the prefix-chain
-    gate's rules (markers moving forward included), with more prompt than `a`."""
-    pair = [a, b]
-    chain = prefix_chain(pair)
-    return (
-        conversation_links(pair)[1] == 0
-        and not chain.breaks
-        and not chain.warnings
-        and prompt_size(b.view) > prompt_size(a.view)
-    )
 
 
 def _spaced(value: object) -> bool:
@@ -222,16 +230,18 @@ def caching_of(value: object) -> str:
     return said
 
 
-def _split_body(value: object) -> RequestSplit | None:
-    """A provider request body (or a recorded request) in its provider's cache order."""
+def _request_of(value: object) -> LintRequest | None:
+    """A provider request body (or a recorded request) as the cache model reads it, split in
+    its provider's cache order; None when no provider recognises it."""
     recorded = request_of(value)
     if recorded is not None:
         body, url, headers = recorded.parsed, recorded.url, recorded.headers
     else:
-        body, url, headers = value, None, None
+        body, url, headers = value, None, ()
     if not isinstance(body, dict):
         return None
-    return split_request(body, url=url, headers=headers)
+    request = LintRequest(0, body, url=url, headers=tuple(headers or ()))
+    return request if request.split is not None else None
 
 
 def _diff_cassettes(a: CaptureFile, b: CaptureFile, path_a: Path, path_b: Path) -> DriftReport:

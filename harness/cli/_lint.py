@@ -8,13 +8,16 @@ is an error, 0 otherwise, 2 for bad input. JSON output is an object: `findings` 
 `files`, `requests`, the count per severity, and `unjudged` (requests no provider recognises).
 
 `harness rules [--format text|json]` prints the rules (name, default severity, providers,
-meaning, fix) and the pack's rows with their sources, dates and conflicts, the project's rows
-first.
+meaning, fix) and the pack's rows with their sources, the quote that decides each, dates and
+conflicts, the project's rows first. `harness rules --stale DAYS` lists instead the rows not
+compared with their source for more than DAYS days (JSON: the same object, with `stale`: the
+cutoff date, the days, and those rows), oldest first; it exits 0 (a list, not a verdict).
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -24,6 +27,7 @@ import msgspec
 
 from harness._shared._errors import EXIT_DRIFT
 from harness._shared._paths import project_fixtures
+from harness.cache._analysis import analyse
 from harness.capture._cassette import Exchange
 from harness.cli._output import out
 from harness.providers._pack import (
@@ -38,8 +42,8 @@ from harness.providers._pack import (
     Ttl,
     overlay,
     rules_pack,
+    stale_rows,
 )
-from harness.rules._analysis import analyse
 from harness.rules._engine import Finding
 from harness.rules._engine import Policy as RulesPolicy
 from harness.rules._inputs import requests_of_exchanges, sessions_of
@@ -61,7 +65,24 @@ def add_arguments(
     lint_parser.add_argument("--format", choices=("text", "json"), default="text")
     fail_on(lint_parser)
     rules_parser.add_argument("--format", choices=("text", "json"), default="text")
+    rules_parser.add_argument(
+        "--stale",
+        type=_days,
+        default=None,
+        metavar="DAYS",
+        help="list only the rows not checked against their source for more than DAYS days",
+    )
     rules_file(rules_parser)
+
+
+def _days(value: str) -> int:
+    try:
+        days = int(value)
+    except ValueError:
+        days = -1
+    if days < 0:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of days (0 or more)")
+    return days
 
 
 def fail_on(command: argparse.ArgumentParser) -> None:
@@ -192,6 +213,9 @@ def cmd_rules(args: argparse.Namespace) -> int:
             }
             for rule in registered_rules()
         ]
+        stale = getattr(args, "stale", None)
+        if stale is not None:
+            return _print_stale(args.format, rules, pack.rows, stale)
         if args.format == "json":
             out(msgspec.json.encode({"rules": rules, "pack": list(pack.rows)}).decode())
             return 0
@@ -202,12 +226,35 @@ def cmd_rules(args: argparse.Namespace) -> int:
             out(f"  fix: {rule['fix']}")
         out("")
         for row in pack.rows:
-            out(f"{', '.join(row.providers)}: {describe(row)}")
-            out(f"  source: {row.source} (checked {row.checked_on.isoformat()})")
-            for conflict in row.conflicts:
-                out(f"  conflicts: {conflict.claim} ({conflict.source})")
-            if row.note:
-                out(f"  note: {row.note}")
+            row_lines(row)
+    return 0
+
+
+def row_lines(row: AnyRow, age: str = "") -> None:
+    out(f"{', '.join(row.providers)}: {describe(row)}")
+    out(f"  source: {row.source} (checked {row.checked_on.isoformat()}{age})")
+    if row.quote:
+        out(f'  quote: "{row.quote}"')
+    for conflict in row.conflicts:
+        out(f"  conflicts: {conflict.claim} ({conflict.source})")
+    if row.note:
+        out(f"  note: {row.note}")
+
+
+def _print_stale(fmt: str, rules: list[dict[str, str]], rows: tuple[AnyRow, ...], days: int) -> int:
+    today = datetime.date.today()
+    found = sorted(stale_rows(rows, days, today), key=lambda row: row.checked_on)
+    cutoff = today - datetime.timedelta(days=days)
+    if fmt == "json":
+        stale = {"days": days, "checked_before": cutoff.isoformat(), "rows": found}
+        out(msgspec.json.encode({"rules": rules, "pack": list(rows), "stale": stale}).decode())
+        return 0
+    out(
+        f"harness rules: {len(found)} of {len(rows)} rows not checked for {days} days"
+        f" (checked before {cutoff.isoformat()})"
+    )
+    for row in found:
+        row_lines(row, f", {(today - row.checked_on).days} days ago")
     return 0
 
 
@@ -226,17 +273,27 @@ def describe(row: AnyRow) -> str:
         mode = f" in {row.mode} mode" if row.mode else ""
         text = f"at most {row.limit} breakpoints{mode} ({row.counts}); more are {row.over_limit}"
     elif isinstance(row, Lookback):
-        text = f"a breakpoint looks back {row.reach} {row.unit}"
+        runs = f" (a run of {' or '.join(row.runs)} blocks counts once)" if row.runs else ""
+        text = f"a breakpoint looks back {row.reach} {row.unit}{runs}"
     elif isinstance(row, Ttl):
         order = ", longer first" if row.order == "longer-first" else ""
-        text = f"TTLs {', '.join(row.values)} (default {row.default}){order}"
+        refused = ", refused otherwise" if row.out_of_order == "refused" else ""
+        text = f"TTLs {', '.join(row.values)} (default {row.default}){order}{refused}"
     elif isinstance(row, Levels):
         text = f"cache key levels {' -> '.join(row.order)}"
     elif isinstance(row, Setting):
-        word = f" ({row.word}{', from ' + row.level if row.level else ''})" if row.word else ""
-        text = f"setting {row.field}: {row.effect}{word}"
+        level = f", from {row.level}" if row.level else ""
+        reach = f" (on some models from {row.may_reach})" if row.may_reach else ""
+        word = f" ({row.word}{level}{reach})" if row.word else ""
+        absent = f"; same as absent: {_values(row.absent)}" if row.absent else ""
+        prewarm = f"; a pre-warm when {_values(row.prewarm)}" if row.prewarm else ""
+        text = f"setting {row.field}: {row.effect}{word}{absent}{prewarm}"
     elif isinstance(row, Compaction):
         text = f"compaction items {', '.join(row.item_types)}: {row.word}"
     else:
         text = f"raw key order: {row.last} after {', '.join(row.before)}"
     return f"{text}{where}"
+
+
+def _values(values: Sequence[object]) -> str:
+    return " or ".join(msgspec.json.encode(value).decode() for value in values)

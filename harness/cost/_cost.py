@@ -1,11 +1,15 @@
 """A conversation's cost: the simulation priced, the provider's counters summed, their agreement.
 
-`cost_of(conversation)` prices each simulated request at the price row in force for the
-conversation's provider, model and date (`harness.cost._prices`): uncached input at `input`,
-reads at `cache_read`, writes at `cache_write[ttl]` (a provider with no write fee bills a write
-as input, so its tokens count as uncached), and output at `output` (the recorded output tokens;
-none recorded, none priced). `usd_without_cache` is every input token at `input` plus the same
-output.
+`cost_of(conversation)` prices each simulated request at its own prices (`harness.cost._prices`:
+the project's rows, the price pack, genai-prices), asked for the conversation's provider and
+model at the request's start (a recorded wall-clock time picks the price in force that day and,
+for DeepSeek, that hour) and size (a request over a long-context threshold pays the tier's price
+for all its tokens): uncached input at `input`, reads at `cache_read`, writes at
+`cache_write[ttl]` (a provider with no write fee bills a write as input, so its tokens count as
+uncached), and output at `output` (the recorded output tokens; none recorded, none priced).
+`usd_without_cache` is every input token at `input` plus the same output. A conversation with a
+request nothing prices costs `null`, never a partial sum. `prices_used` says where each price
+came from (the `prices` of `harness cost --format json`).
 
 `agreement` compares the predicted cache-read tokens with the recorded ones, request by request,
 over the requests whose responses hold counters: 1 - sum |predicted - recorded| / max(sum
@@ -17,15 +21,30 @@ exactly those of the issue.
 from __future__ import annotations
 
 import datetime
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
 import msgspec
 
-from harness.cost._prices import Price, price_for
-from harness.cost._simulate import Conversation, Step
+from harness.cache._replay import Conversation, Step
+from harness.cost._prices import PriceSource, Quote, price_for
 
-__all__ = ["Recorded", "SessionCost", "Totals", "agreement", "cost_of", "request_usd", "totals"]
+__all__ = [
+    "PricesUsed",
+    "Recorded",
+    "SessionCost",
+    "Totals",
+    "agreement",
+    "cost_of",
+    "price_of",
+    "prices_used",
+    "quote_of",
+    "request_usd",
+    "totals",
+]
+
+_EPOCH_FLOOR = 1e9  # a start above this is a Unix time (harness.cost._timing), not an offset
 
 
 class Recorded(msgspec.Struct, frozen=True):
@@ -69,26 +88,64 @@ class Totals(msgspec.Struct, frozen=True):
     usd_without_cache: float
 
 
+class PricesUsed(msgspec.Struct, frozen=True):
+    """Where a conversation's prices came from: one entry of `harness cost`'s `prices`, in the
+    order of `sessions`. The prices are its first request's (USD per million tokens); `applied`
+    counts the requests a tier, a time-of-day window or a weekday price applied to."""
+
+    file: str
+    provider: str
+    model: str | None
+    requests: int
+    input: float | None
+    output: float | None
+    cache_read: float | None
+    cache_write: dict[str, float]
+    sources: list[PriceSource]
+    applied: dict[str, int]
+
+
 def _day(conversation: Conversation) -> datetime.date | None:
     return next((s.timing.day for s in conversation.steps if s.timing.day is not None), None)
 
 
-def price_of(conversation: Conversation) -> Price | None:
+def _moment(step: Step) -> datetime.datetime | None:
+    start = step.timing.start
+    if step.timing.day is None or start is None or start < _EPOCH_FLOOR:
+        return None
+    return datetime.datetime.fromtimestamp(start, datetime.UTC)
+
+
+def quote_of(conversation: Conversation, step: Step) -> Quote | None:
+    """One request's prices: at its recorded start, else on the conversation's day."""
+    return price_for(
+        conversation.provider,
+        conversation.model,
+        _day(conversation),
+        at=_moment(step),
+        input_tokens=step.input_tokens,
+    )
+
+
+def price_of(conversation: Conversation) -> Quote | None:
+    """The conversation's prices as its first request pays them (whether anything prices it)."""
+    if conversation.steps:
+        return quote_of(conversation, conversation.steps[0])
     return price_for(conversation.provider, conversation.model, _day(conversation))
 
 
-def _fee(conversation: Conversation, price: Price | None) -> bool:
+def _fee(conversation: Conversation, price: Quote | None) -> bool:
     """Whether writes are billed as writes (else as input)."""
     if price is None:
         return conversation.mode == "breakpoints"
     return bool(price.cache_write)
 
 
-def request_usd(step: Step, price: Price | None, fee: bool) -> float | None:
+def request_usd(step: Step, price: Quote | None, fee: bool) -> float | None:
     """One simulated request at `price`, in USD; None without a price."""
     if price is None:
         return None
-    output = (step.recorded.output_tokens or 0) if step.recorded is not None else 0
+    output = _output(step)
     written = step.write_tokens if fee else 0
     uncached = step.input_tokens - step.read - written
     total = uncached * price.input + step.read * price.cache_read + output * price.output
@@ -125,19 +182,31 @@ def _recorded(conversation: Conversation) -> Recorded | None:
     )
 
 
+def _quotes(conversation: Conversation) -> list[Quote | None]:
+    return [quote_of(conversation, step) for step in conversation.steps]
+
+
 def cost_of(conversation: Conversation) -> SessionCost:
-    price = price_of(conversation)
-    fee = _fee(conversation, price)
+    quotes = _quotes(conversation)
+    first = quotes[0] if quotes else price_of(conversation)
+    fee = _fee(conversation, first)
     steps = conversation.steps
     input_tokens = sum(s.input_tokens for s in steps)
     read = sum(s.read for s in steps)
     written = sum(s.write_tokens for s in steps) if fee else 0
     usd: float | None = None
     without: float | None = None
-    if price is not None:
-        usd = sum(request_usd(s, price, fee) or 0.0 for s in steps)
-        output = sum((s.recorded.output_tokens or 0) for s in steps if s.recorded is not None)
-        without = (input_tokens * price.input + output * price.output) / 1_000_000
+    priced = [q for q in quotes if q is not None]
+    if first is not None and len(priced) == len(quotes):
+        usd = sum(request_usd(s, q, fee) or 0.0 for s, q in zip(steps, priced, strict=True))
+        without = sum(
+            s.input_tokens * q.input + _output(s) * q.output
+            for s, q in zip(steps, priced, strict=True)
+        )
+        without /= 1_000_000
+    checked = [q.checked_on for q in priced if q.checked_on] or (
+        [first.checked_on] if first is not None and first.checked_on else []
+    )
     return SessionCost(
         file=conversation.file,
         provider=conversation.provider,
@@ -152,7 +221,34 @@ def cost_of(conversation: Conversation) -> SessionCost:
         usd_without_cache=round(without, 6) if without is not None else None,
         recorded=_recorded(conversation),
         agreement=agreement(steps),
-        prices_checked_on=price.checked_on.isoformat() if price is not None else None,
+        prices_checked_on=max(checked) if checked else None,
+    )
+
+
+def _output(step: Step) -> int:
+    return (step.recorded.output_tokens or 0) if step.recorded is not None else 0
+
+
+def prices_used(conversation: Conversation) -> PricesUsed:
+    """Where the conversation's prices came from (see `PricesUsed`)."""
+    quotes = _quotes(conversation)
+    first = quotes[0] if quotes else price_of(conversation)
+    sources: list[PriceSource] = []
+    applied: Counter[str] = Counter()
+    for quote in [q for q in quotes if q is not None] or ([first] if first else []):
+        sources += [s for s in quote.sources if s not in sources]
+        applied.update(quote.applied)
+    return PricesUsed(
+        file=conversation.file,
+        provider=conversation.provider,
+        model=conversation.model,
+        requests=len(conversation.steps),
+        input=first.input if first is not None else None,
+        output=first.output if first is not None else None,
+        cache_read=first.cache_read if first is not None else None,
+        cache_write=dict(first.cache_write) if first is not None else {},
+        sources=sources,
+        applied=dict(applied),
     )
 
 

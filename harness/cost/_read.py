@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from harness.cache._replay import Conversation, Step
 from harness.cost._cost import SessionCost, agreement, cost_of
-from harness.cost._simulate import Conversation, Step, conversations
+from harness.cost._simulate import conversations
 from harness.rules._inputs import sessions_of
 
 __all__ = ["agreement_by_provider", "conversations_of", "costs"]

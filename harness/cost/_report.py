@@ -16,9 +16,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness._shared._printer import line
-from harness.cost._cost import SessionCost, cost_of, price_of, request_usd
-from harness.cost._simulate import Conversation, conversations
-from harness.cost._text import money, percent
+from harness.cache._replay import Conversation
+from harness.cost._cost import (
+    PricesUsed,
+    SessionCost,
+    cost_of,
+    price_of,
+    prices_used,
+    quote_of,
+    request_usd,
+)
+from harness.cost._simulate import conversations
+from harness.cost._text import money, origin, percent
 from harness.drift._report import DriftReport
 from harness.rules._engine import Finding, Policy
 from harness.rules._inputs import sessions_of
@@ -49,6 +58,7 @@ class Item:
     divergence: DriftReport | None = None
     divergence_at: int = 0
     findings: list[Finding] = field(default_factory=list)
+    prices: PricesUsed | None = None  # named under the same price rows as `cost`
 
 
 def report_items(
@@ -72,7 +82,7 @@ def report_items(
                     read=step.read,
                     written=step.write_tokens if fee else 0,
                     uncached=step.input_tokens - step.read - (step.write_tokens if fee else 0),
-                    usd=request_usd(step, price, fee),
+                    usd=request_usd(step, quote_of(conversation, step), fee),
                 )
                 for step in conversation.steps
             ]
@@ -86,6 +96,7 @@ def report_items(
                     divergence=mine[0].report if mine else None,
                     divergence_at=session.offset + mine[0].index - 1 if mine else 0,
                     findings=[f for f in findings if f.request - session.offset in indexes],
+                    prices=prices_used(conversation),
                 )
             )
     return items
@@ -112,7 +123,9 @@ def markdown(items: Sequence[Item]) -> str:
     lines += ["", f"Total: {money(total)} ({money(without)} without the cache)."]
     checked = sorted({i.cost.prices_checked_on for i in items if i.cost.prices_checked_on})
     if checked:
-        lines.append(f"List prices checked {', '.join(checked)}; tokens are estimates.")
+        sources = sorted({origin(i.prices) for i in items if i.cost.usd and i.prices})
+        named = f" ({'; '.join(sources)})" if sources else ""
+        lines.append(f"List prices checked {', '.join(checked)}{named}; tokens are estimates.")
     for item in items:
         if item.divergence is None and not item.findings:
             continue

@@ -23,6 +23,7 @@ from harness._shared._reasons import (
     GENERIC,
     MODEL_CHANGED,
     Reason,
+    Vocabulary,
     vocabulary_for,
 )
 from harness._shared._views import (
@@ -48,7 +49,7 @@ from harness.drift._locate import (
     walk,
 )
 from harness.drift._parts import Around, Quote, Reproduce, Sentence
-from harness.drift._report import DriftReport
+from harness.drift._report import DriftReport, Loss
 from harness.drift._sentences import summary as summary_of
 from harness.drift._settings import names_ttl, setting_level, setting_reason, start_of
 from harness.drift._structured import structured_diff
@@ -78,6 +79,8 @@ def compare(
     label_a: str = "expected",
     label_b: str = "actual",
     caching: str | None = None,
+    loss: Loss | None = None,
+    vocabulary: Vocabulary | None = None,
 ) -> DriftReport:
     """The drift from `a` (expected) to `b` (actual), as a provider's prompt cache sees it.
 
@@ -119,7 +122,8 @@ def compare(
     settings_a, settings_b = doc_a[SETTINGS], doc_b[SETTINGS]
     settings_changed = _changed_keys(settings_a, settings_b)
 
-    vocabulary = vocabulary_for(b.provider if b.provider == a.provider else a.provider)
+    if vocabulary is None:
+        vocabulary = vocabulary_for(b.provider if b.provider == a.provider else a.provider)
     changed = [key for key in order if _enc_member(doc_a, key) != _enc_member(doc_b, key)]
     setting = setting_reason(vocabulary, settings_changed, order)
     if encode_json(settings_a) != encode_json(settings_b) and setting is None:
@@ -128,11 +132,13 @@ def compare(
         setting = None  # a block changed for certain: that is the verdict
     level = setting_level(setting, order)
     block: str
+    first_level: str | None = None  # the first level the change invalidates (None: all)
     if setting is not None and (not changed or order.index(changed[0]) >= level):
         block, verdict = SETTINGS, setting.word
         if setting.effect == "breaks":
             kind = "settings"
             invalidated = tuple(order[level:])
+            first_level = setting.level
             kept = min(start_of(doc_a, order, level), first_byte_difference(prompt_a, prompt_b))
         else:  # a time to live, or a setting no rule knows: nothing is lost for certain
             kind = "retention" if setting.effect == "retention" else "unknown-setting"
@@ -153,8 +159,16 @@ def compare(
         elif kind == "messages" and _compacted(vocabulary.compaction, doc_a, doc_b, block):
             kind, verdict = "compaction", vocabulary.compaction_word or "context_compacted"
         invalidated = tuple(order[order.index(block) :])
+        first_level = block
         kept = first_byte_difference(prompt_a, prompt_b)
+    if invalidated and vocabulary.levels:
+        start = first_level or vocabulary.levels[0]
+        invalidated = _table_levels(vocabulary.levels, start, doc_a, doc_b)
     lost = len(prompt_b) - kept
+    tokens_lost = tokens(lost)
+    if loss is not None:
+        lost = loss.bytes if loss.bytes is not None else 0
+        tokens_lost = loss.tokens if loss.tokens is not None else 0
 
     tools = None
     tools_a_value, tools_b_value = doc_a.get("tools", ABSENT), doc_b.get("tools", ABSENT)
@@ -192,6 +206,7 @@ def compare(
         invalidated=invalidated,
         kept_blocks=[key for key in order if key not in invalidated] if invalidated else [],
         at_stake=len(prompt_b),
+        cost=loss.clause() if loss is not None else None,
     )
     return DriftReport(
         identical=False,
@@ -213,7 +228,7 @@ def compare(
         prefix_bytes_kept=kept,
         prefix_bytes_lost=lost,
         tokens_kept=tokens(kept),
-        tokens_lost=tokens(lost),
+        tokens_lost=tokens_lost,
         raw_provenance=provenance,
         raw_reproduce=reproduce,
         raw_hints=hints,
@@ -222,6 +237,37 @@ def compare(
         raw_label_a=label_a,
         raw_label_b=label_b,
     )
+
+
+def _table_levels(
+    levels: tuple[str, ...], first: str, doc_a: Mapping[str, Any], doc_b: Mapping[str, Any]
+) -> tuple[str, ...]:
+    """What a change from block `first` on invalidates, as the provider's invalidation table
+    names it (its `levels`, in order): that level and every one after it, whether the request
+    holds it or not ("the cache is per model": a model change loses the tools level too, tools
+    or none). Two names of one level (Gemini's `systemInstruction` and `system_instruction`) are
+    one: the one the requests use, else the first."""
+    rank = {name: place for place, name in enumerate(levels)}
+    if first in rank:
+        start = rank[first]
+    else:
+        generic = GENERIC.block(first)
+        start = next(
+            (place for place, name in enumerate(levels) if GENERIC.block(name) == generic),
+            0,
+        )
+    found: list[str] = []
+    words: dict[str, int] = {}
+    for name in levels[start:]:
+        word = GENERIC.block(name)
+        present = name in doc_a or name in doc_b
+        if word in words:
+            if present:
+                found[words[word]] = name
+            continue
+        words[word] = len(found)
+        found.append(name)
+    return tuple(found)
 
 
 def _block_hints(

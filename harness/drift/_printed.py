@@ -38,6 +38,9 @@ class PrintedReport(msgspec.Struct, frozen=True, omit_defaults=True):
 
     identical: bool
     verdict: str | None = None
+    # always printed (None only in a report decoded from JSON without them): `identical`,
+    # `extends` and the kept and lost figures are keys every report's JSON has
+    extends: bool | None = None
     block: str | None = None
     invalidated: tuple[str, ...] = ()
     kind: str | None = None
@@ -52,10 +55,10 @@ class PrintedReport(msgspec.Struct, frozen=True, omit_defaults=True):
     tools_removed: tuple[str, ...] = ()
     tools_a: tuple[str, ...] = ()
     tools_b: tuple[str, ...] = ()
-    prefix_bytes_kept: int = 0
-    prefix_bytes_lost: int = 0
-    tokens_kept: int = 0
-    tokens_lost: int = 0
+    prefix_bytes_kept: int | None = None
+    prefix_bytes_lost: int | None = None
+    tokens_kept: int | None = None
+    tokens_lost: int | None = None
     provenance: str | None = None
     reproduce: Reproduce | None = None
     volatile_hints: tuple[str, ...] = ()
@@ -83,6 +86,7 @@ def printed(report: DriftReport) -> tuple[int, PrintedReport]:
     return made, PrintedReport(
         identical=report.identical,
         verdict=report.verdict,
+        extends=report.extends,
         block=bounded(report.raw_block, POINTER_LIMIT) if report.raw_block else report.raw_block,
         invalidated=report.invalidated,
         kind=report.kind,

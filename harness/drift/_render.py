@@ -49,17 +49,20 @@ def _cost_phrase(report: DriftReport) -> str:
         return "settings changed -> the cache effect is not documented: nothing is lost for certain"
     lost = words(report.invalidated)
     caches = "cache is" if len(report.invalidated) == 1 else "caches are"
+    outcome = f"the {lost} {caches} lost"
+    if report.invalidated and not (report.tokens_lost or report.prefix_bytes_lost):
+        outcome = f"the {lost} {caches} invalidated, and held nothing cached"
     if report.block == SETTINGS:
         if not report.invalidated:
             return "settings changed -> the cache key moves (there are no prompt blocks)"
-        return f"settings changed -> the cache key moves: the {lost} {caches} lost"
-    return f"{report.block} changed -> the {lost} {caches} lost"
+        return f"settings changed -> the cache key moves: {outcome}"
+    return f"{report.block} changed -> {outcome}"
 
 
 def text_lines(report: DriftReport) -> list[str]:
     lines = [report.summary]
     rows: list[tuple[str, str]] = []
-    if not report.identical:
+    if not report.identical and not report.extends:
         if report.verdict:
             rows.append(("verdict", f"{report.verdict}: {_cost_phrase(report)}"))
         if report.kind:
@@ -106,12 +109,13 @@ def _place(report: DriftReport) -> str:
 def _cost(report: DriftReport) -> str:
     if report.kind in UNCERTAIN_KINDS:
         return (
-            f"{report.prefix_bytes_kept:,} prompt bytes (~{report.tokens_kept:,} tokens) at"
-            f" stake, effect unknown; tokens ~ bytes / {BYTES_PER_TOKEN}"
+            f"{report.prefix_bytes_kept or 0:,} prompt bytes (~{report.tokens_kept or 0:,}"
+            f" tokens) at stake, effect unknown; tokens ~ bytes / {BYTES_PER_TOKEN}"
         )
     return (
-        f"kept {report.prefix_bytes_kept:,} prompt bytes (~{report.tokens_kept:,} tokens),"
-        f" lost {report.prefix_bytes_lost:,} bytes (~{report.tokens_lost:,} tokens);"
+        f"kept {report.prefix_bytes_kept or 0:,} prompt bytes (~{report.tokens_kept or 0:,}"
+        f" tokens), lost {report.prefix_bytes_lost or 0:,} bytes (~{report.tokens_lost or 0:,}"
+        " tokens);"
         f" tokens ~ bytes / {BYTES_PER_TOKEN}"
     )
 
@@ -202,8 +206,13 @@ def _quoted(text: str) -> str:
 
 
 def markdown_lines(report: DriftReport) -> list[str]:
-    if report.identical:
-        lines = [f"### No drift: {report.label_a} and {report.label_b} are identical", ""]
+    if report.identical or report.extends:
+        said = (
+            f"{report.label_a} and {report.label_b} are identical"
+            if report.identical
+            else f"{report.label_b} extends {report.label_a}'s cached prefix"
+        )
+        lines = [f"### No drift: {said}", ""]
         lines.append(report.summary)
         lines.extend(_markdown_reproduce(report))
         return lines

@@ -12,7 +12,7 @@ raw values are the `raw_*` fields. `to_text`, `to_markdown` and `to_json` print 
 from __future__ import annotations
 
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import msgspec
 
@@ -22,7 +22,27 @@ from harness.drift._parts import Reproduce, Sentence
 if TYPE_CHECKING:
     from harness.drift._printed import PrintedReport
 
-__all__ = ["DriftReport"]
+__all__ = ["DriftReport", "Loss"]
+
+
+class Loss(NamedTuple):
+    """What a change costs in the cache model's terms (`harness.cache._verdict`): the cached
+    tokens and prompt bytes the later request can no longer read (None: the rules cannot say),
+    and, when nothing is lost or the loss is unknown, why (`nothing was cached at request 1 (41
+    tokens, minimum 1,024 for claude-sonnet-4-5)`)."""
+
+    tokens: int | None
+    bytes: int | None
+    note: str = ""
+
+    def clause(self) -> str:
+        """The report's cost clause."""
+        if self.tokens is None:
+            return f"{self.note}: what it loses is not judged"
+        if self.tokens == 0 and self.note:
+            return f"{self.note}: no cached tokens lost"
+        size = f" ({self.bytes:,} bytes)" if self.bytes is not None else ""
+        return f"~{self.tokens:,} cached tokens{size} lost"
 
 
 class DriftReport(msgspec.Struct, frozen=True, dict=True):
@@ -35,6 +55,7 @@ class DriftReport(msgspec.Struct, frozen=True, dict=True):
 
     identical: bool
     verdict: str | None = None
+    extends: bool = False  # not identical, but the later request keeps the cached prefix
     raw_block: str | None = msgspec.field(default=None, name="block")
     invalidated: tuple[str, ...] = ()
     kind: str | None = None

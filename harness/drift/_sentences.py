@@ -36,9 +36,12 @@ def summary(
     invalidated: Sequence[str] = (),
     kept_blocks: Sequence[str] = (),
     at_stake: int = 0,
+    cost: str | None = None,
 ) -> Sentence:
+    """The summary sentence; `cost` is the cache model's cost clause when the caller has it."""
     place = f"at {show_pointer(pointer)}, byte {offset}"
-    cost = f"{lost:,} cached bytes (~{tokens(lost):,} tokens) lost"
+    modelled = cost
+    cost = cost or f"{lost:,} cached bytes (~{tokens(lost):,} tokens) lost"
     label_a, label_b = labels
     if block not in doc_a or block not in doc_b:
         where = label_a if block not in doc_a else label_b
@@ -79,17 +82,21 @@ def summary(
                 " rules says whether it keys the cache or is bookkeeping",
             )
         if kept_blocks:
+            lost_part = modelled or (
+                f"{lost:,} prompt bytes (~{tokens(lost):,} tokens) from the {invalidated[0]}"
+                " block on lost"
+            )
             return (
                 f"{verdict}: settings changed (",
                 *detail,
-                f"); the {', '.join(kept_blocks)} cache stays, {lost:,} prompt bytes"
-                f" (~{tokens(lost):,} tokens) from the {invalidated[0]} block on lost",
+                f"); the {', '.join(kept_blocks)} cache stays, {lost_part}",
             )
-        return (
-            f"{verdict}: settings changed (",
-            *detail,
-            f"); the cache key moves, all {lost:,} prompt bytes (~{tokens(lost):,} tokens) lost",
+        lost_all = (
+            f"the cache key moves, {modelled}"
+            if modelled
+            else f"the cache key moves, all {lost:,} prompt bytes (~{tokens(lost):,} tokens) lost"
         )
+        return (f"{verdict}: settings changed (", *detail, f"); {lost_all}")
     if kind == "block-order":
         order_a = ", ".join(key for key in doc_a if key != SETTINGS)
         order_b = ", ".join(key for key in doc_b if key != SETTINGS)

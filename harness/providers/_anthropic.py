@@ -4,7 +4,10 @@ A change invalidates its level and every level after it. The cacheable prefix en
 `cache_control` breakpoint (on a tool, a system block or a message content block); with none, the
 tools and system are the prefix (automatic caching), and a top-level `cache_control` makes the
 whole request the prefix. Beta headers (`anthropic-beta`) key the cache, so they are settings.
-Which fields are settings and which are bookkeeping is the rules pack's (`_pack.classify`).
+Which fields are settings and which are bookkeeping is the rules pack's (`_classify.classify`). A
+tool sent with `defer_loading` (tool search) is not in the cached prefix: the split keeps it apart,
+with the bookkeeping, so adding one never breaks the prefix. A string `content` or `system` is the
+API's shorthand for one text block (`shorthand`): the cache model keys both forms alike.
 Also reached through Vertex (`:rawPredict`) and Bedrock's `/invoke` with `anthropic_version`. On
 Vertex the raw key order reaches the cache (`messages` before `system` or `tools` misses): the
 view says so in the setting `KEY_ORDER`, so two requests serialised in different orders differ.
@@ -12,8 +15,9 @@ view says so in the setting `KEY_ORDER`, so two requests serialised in different
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, Literal
 from urllib.parse import urlsplit
 
 from harness._shared._views import CacheView, RequestSplit
@@ -23,18 +27,27 @@ from harness.providers._base import (
     breakpoints,
     integer,
     member,
+    model_in_path,
     optional,
     point_pointer,
     truncate,
 )
-from harness.providers._pack import KeyOrder, classify, rules_pack
+from harness.providers._classify import classify
+from harness.providers._pack import KeyOrder, rules_pack
 
 ANTHROPIC: Final = "anthropic"
 # The setting that says a Vertex body serialises its conversation before its stable prefix.
 KEY_ORDER: Final = "(key order)"
+# Where a split keeps the tools sent with `defer_loading` (tool search): "Deferred tools are not
+# included in the system-prompt prefix [...] The prefix is untouched, so prompt caching is
+# preserved" (platform.claude.com/docs/en/agents-and-tools/tool-use/tool-use-with-prompt-caching).
+DEFERRED: Final = "tools (defer_loading)"
 
-_PROMPT: Final = frozenset({"tools", "system", "messages", "cache_control"})
+# `thread` names a server-held message thread (`held`), not a setting of the cache key.
+_PROMPT: Final = frozenset({"tools", "system", "messages", "cache_control", "thread"})
 _MARKERS: Final = ("cache_control",)
+# The model in a Vertex (`/models/<id>:rawPredict`) or Bedrock (`/model/<id>/invoke`) URL.
+_URL_MODEL: Final = re.compile(r"/models?/(?P<model>[^/:]+)(?::|/invoke)")
 
 
 def surface_of(body: Mapping[str, Any], url: str | None) -> str:
@@ -51,6 +64,14 @@ def surface_of(body: Mapping[str, Any], url: str | None) -> str:
     if isinstance(version, str):
         return "vertex" if version.startswith("vertex") else "bedrock"
     return ""
+
+
+def model_of(body: Mapping[str, Any], url: str | None) -> str | None:
+    """The model a Messages request names: in its body, else in its URL (Vertex, Bedrock)."""
+    model = body.get("model")
+    if isinstance(model, str) and model:
+        return model
+    return model_in_path(_URL_MODEL, url)
 
 
 def key_order(body: Mapping[str, Any], surface: str) -> str | None:
@@ -94,8 +115,9 @@ class AnthropicMessages(Provider):
     def split_url(
         self, body: Mapping[str, Any], headers: Sequence[tuple[str, str]], url: str | None
     ) -> RequestSplit:
-        settings, bookkeeping = classify(ANTHROPIC, body, _PROMPT)
-        order = key_order(body, surface_of(body, url))
+        surface = surface_of(body, url)
+        settings, bookkeeping = classify(ANTHROPIC, body, _PROMPT, model_of(body, url), surface)
+        order = key_order(body, surface)
         if order is not None:
             settings[KEY_ORDER] = order
         betas = [
@@ -109,7 +131,19 @@ class AnthropicMessages(Provider):
             settings["anthropic-beta"] = betas
         settings = dict(sorted(settings.items()))
         blocks = {key: body[key] for key in ("tools", "system", "messages") if key in body}
+        tools = blocks.get("tools")
+        if isinstance(tools, list) and any(_deferred(tool) for tool in tools):
+            # tool search: a deferred tool is not in the cached prefix (its definition reaches
+            # the conversation only when found), so it is bookkeeping to the cache
+            bookkeeping = {**bookkeeping, DEFERRED: [t for t in tools if _deferred(t)]}
+            kept = [tool for tool in tools if not _deferred(tool)]
+            blocks = {
+                key: (kept if key == "tools" else value)
+                for key, value in blocks.items()
+                if key != "tools" or kept
+            }
         view = CacheView(settings=settings, blocks=blocks, provider=ANTHROPIC)
+        held: Literal["", "prefix"] = "prefix" if continues_thread(body) else ""
         points = breakpoints(blocks, _marked)
         pointers = tuple(point_pointer(point, "cache_control") for point in points)
         if "cache_control" in body:  # automatic caching up to the last block
@@ -122,6 +156,7 @@ class AnthropicMessages(Provider):
                 pointers,
                 _MARKERS,
                 bookkeeping,
+                held,
             )
         if not points:
             prefix_blocks: dict[str, Any] = {
@@ -129,14 +164,31 @@ class AnthropicMessages(Provider):
             }
             prefix = CacheView(settings=settings, blocks=prefix_blocks, provider=ANTHROPIC)
             return RequestSplit(
-                ANTHROPIC, view, prefix, "automatic", markers=_MARKERS, bookkeeping=bookkeeping
+                ANTHROPIC,
+                view,
+                prefix,
+                "automatic",
+                markers=_MARKERS,
+                bookkeeping=bookkeeping,
+                held=held,
             )
         prefix = CacheView(
             settings=settings, blocks=truncate(blocks, points[-1]), provider=ANTHROPIC
         )
         return RequestSplit(
-            ANTHROPIC, view, prefix, "breakpoint", pointers[-1], pointers, _MARKERS, bookkeeping
+            ANTHROPIC,
+            view,
+            prefix,
+            "breakpoint",
+            pointers[-1],
+            pointers,
+            _MARKERS,
+            bookkeeping,
+            held,
         )
+
+    def shorthand(self, value: Any) -> Any:
+        return shorthand(value)
 
     def usage(self, response: Any) -> CacheUsage | None:
         usage = member(response, "usage")
@@ -162,6 +214,28 @@ class AnthropicMessages(Provider):
             missed_tokens=missed if isinstance(missed, int) else None,
             output_tokens=optional(usage.get("output_tokens")),
         )
+
+
+def continues_thread(body: Mapping[str, Any]) -> bool:
+    """Whether the request continues a server-held message thread (`"thread": {"type":
+    "continue", "previous_message_id": ...}`, the anthropic SDK's tool runner default since
+    2.17): the server holds every earlier turn, and the tools and system with them."""
+    thread = body.get("thread")
+    return isinstance(thread, Mapping) and (
+        thread.get("type") == "continue" or "previous_message_id" in thread
+    )
+
+
+def shorthand(value: Any) -> Any:
+    """The long form of the Messages API's shorthand: a string `content` (or `system`) is one
+    text block (`"content": "hi"` is `[{"type": "text", "text": "hi"}]`, per the Messages API
+    reference), so both forms are one prefix to the cache. None for a value that is no
+    shorthand."""
+    return [{"type": "text", "text": value}] if isinstance(value, str) else None
+
+
+def _deferred(tool: Any) -> bool:
+    return isinstance(tool, dict) and tool.get("defer_loading") is True
 
 
 def _has_tool_block(message: Any) -> bool:

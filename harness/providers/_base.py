@@ -14,7 +14,13 @@ Its optional parts are members with defaults, so a provider states only what it 
   to the rows `harness/providers/hosts.json` gives its name (the built-in providers' hosts are
   all data there); a capture session intercepts requests to these hosts (and to the hosts its
   config adds);
-- `reasons`: a `harness._shared._reasons.Vocabulary`, the words it uses for what broke its cache.
+- `reasons`: a `harness._shared._reasons.Vocabulary`, the words it uses for what broke its cache;
+- `shorthand(value)`: the long form of a value its API documents as a shorthand of it
+  (Anthropic: a string `content` is one text block), so both forms are one prefix to the cache
+  model; by default there is none;
+- `misplaced(body)`: the cache markers its API refuses where they stand (Bedrock: a cache point
+  nested in a tool result, one with no content before it), each as (JSON pointer, why); by
+  default none.
 
 A provider written to the earlier duck-typed protocol (an object with `name`, `claims`, `split`
 and `usage`, not a subclass) is still accepted by `register_provider`, through `Conforming`: the
@@ -112,6 +118,15 @@ class Provider(ABC):
     def usage(self, response: Any) -> CacheUsage | None:
         """The cache hit signal in a decoded response body; None when it holds none."""
         return None
+
+    def shorthand(self, value: Any) -> Any:
+        """The long form of `value` where the API documents `value` as a shorthand of it (the
+        cache keys both the same); None when it is none."""
+        return None
+
+    def misplaced(self, body: Mapping[str, Any]) -> list[tuple[str, str]]:
+        """The cache markers the API refuses where they stand, as (JSON pointer, why)."""
+        return []
 
 
 class Conforming(Provider):

@@ -7,7 +7,7 @@ rules say "no provider caching" rather than a cost the provider does not bill. T
 OpenAI-shaped (`{"type": "function", "function": {"name", "description", "parameters"}}`), so the
 tool diff reads their `function.name`. Which fields are settings (`model`, `tool_choice`,
 `response_format`...) and which are bookkeeping (`stream`, sampling, `max_tokens`) is the rules
-pack's (`_pack.classify`).
+pack's (`_classify.classify`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 from harness._shared._views import CacheView, RequestSplit
 from harness.providers._base import CacheUsage, Provider, integer, member, role
-from harness.providers._pack import classify
+from harness.providers._classify import classify
 
 COHERE: Final = "cohere"
 

@@ -11,7 +11,7 @@ model is in the URL path (`/models/gemini-2.5-flash:generateContent`), so it is 
 Settings: `toolConfig` (the function-calling mode, Gemini's tool choice), `cachedContent`, and
 `generationConfig` member by member, less its sampling and output limits (`thinkingConfig`,
 `responseSchema` and the response type stay). `safetySettings` and `labels` are bookkeeping. The
-rules pack says which is which (`_pack.classify`). The hit signal is
+rules pack says which is which (`_classify.classify`). The hit signal is
 `usageMetadata.cachedContentTokenCount`, in a streamed answer too (each chunk of the JSON-array
 stream or of `alt=sse` carries `usageMetadata`; the fullest counts); Gemini gives no miss reason.
 
@@ -36,7 +36,7 @@ from harness.providers._base import (
     model_in_path,
     optional,
 )
-from harness.providers._pack import classify
+from harness.providers._classify import classify
 
 GEMINI: Final = "gemini"
 

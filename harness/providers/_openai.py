@@ -7,7 +7,7 @@
   server; the prefix chain does not judge it.
 OpenAI caches the exact prefix, so the whole request is the cacheable prefix. Routing also hashes
 `prompt_cache_key`, and reasoning effort and service tier miss the cache: they are settings.
-Which fields are settings and which are bookkeeping is the rules pack's (`_pack.classify`);
+Which fields are settings and which are bookkeeping is the rules pack's (`_classify.classify`);
 `prompt_cache_options` is judged member by member (its `comparison_response_id` only asks for
 diagnostics). GPT-5.6 and later mark explicit breakpoints with `prompt_cache_breakpoint` on
 content blocks: a marker, which the prefix chain lets move forward as Anthropic's.
@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 from harness._shared._reasons import Vocabulary
 from harness._shared._views import CacheView, RequestSplit
 from harness.providers._base import CacheUsage, Provider, integer, member, optional, role
-from harness.providers._pack import classify
+from harness.providers._classify import classify
 
 OPENAI_CHAT: Final = "openai-chat"
 OPENAI_RESPONSES: Final = "openai-responses"
@@ -190,6 +190,7 @@ class OpenAIResponses(Provider):
             if key in body:
                 blocks[key] = body[key]
         view = CacheView(settings=settings, blocks=blocks, provider=OPENAI_RESPONSES)
+        stored = "previous_response_id" in body or "conversation" in body
         return RequestSplit(
             OPENAI_RESPONSES,
             view,
@@ -197,6 +198,7 @@ class OpenAIResponses(Provider):
             "exact-prefix",
             markers=MARKERS,
             bookkeeping=bookkeeping,
+            held="conversation" if stored else "",
         )
 
     def usage(self, response: Any) -> CacheUsage | None:

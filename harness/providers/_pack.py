@@ -3,26 +3,31 @@
 Facts about providers are data, never constants in code: the minimum cacheable tokens per model
 family, how many breakpoints a request may carry and what counts toward them, how far a
 breakpoint looks back, the cache's times to live and their order, which request fields key the
-cache (and at which level) and which are bookkeeping. Each fact is a row of a JSON file shipped
-inside the package (`harness/providers/rules/*.json`, kind `harness/rules`), and every row
-carries `source` (a URL or a document), `checked_on` (a date) and, where sources disagree,
-`conflicts` (each a claim and its source). `harness rules` prints them.
+cache (and at which level), which values of a field equal its absence, and which are bookkeeping.
+Each fact is a row of a JSON file shipped inside the package (`harness/providers/rules/*.json`,
+kind `harness/rules`), and every row carries `source` (a URL), `checked_on` (the day the row was
+compared with that page), `quote` (the sentence of the page that decides it) and, where sources
+disagree, `conflicts` (each a claim and its source). A row no page decides says
+`source: "assumption"` and why, in `note`. A row that cites a web page must quote it; a project's
+own row whose source is not a page (`"our measurement"`) needs no quote (decision 0017).
+`harness rules` prints them; `harness rules --stale DAYS` lists the rows not checked for DAYS.
 
 A project adds or overrides rows: its own rows are read before the shipped ones, and the first
 row that matches wins (`overlay`: a rules file, `harness-rules.json` or the `harness_rules` ini
 value, or `harness_capture_config`'s `rules` key). A model no `minimum` row names is unknown:
 rules that need it abstain (`harness.rules` says so once, as `unknown-model`).
 
-The providers read their settings through `classify` (cache key, retention or bookkeeping), and
-the registry declares each provider's vocabulary from the rows (`vocabulary`): a setting no row
-names is reported as unknown, its cache effect unknown, not as a certain break.
+A row applies to a provider, optionally to some surfaces (`claude-api`, `vertex`, `bedrock`: a
+request whose surface is unknown is on its provider's own platform, so a Bedrock Converse request
+is on `bedrock`) and to some models (glob patterns). Settings are looked up per model
+(`Pack.setting`); the providers read their settings through `harness.providers._classify`.
 """
 
 from __future__ import annotations
 
 import datetime
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from fnmatch import fnmatchcase
 from functools import cache
@@ -33,9 +38,9 @@ from typing import Any, Final, Literal, TypeVar
 import msgspec
 
 from harness._shared._errors import FixtureError, UsageError
-from harness._shared._reasons import UNKNOWN_SETTING, Effect, Reason, Vocabulary
 
 __all__ = [
+    "ASSUMPTION",
     "PACK_FILES",
     "AnyRow",
     "Breakpoints",
@@ -51,17 +56,19 @@ __all__ = [
     "RulesFile",
     "Setting",
     "Ttl",
-    "classify",
     "load_rules_file",
     "on_change",
     "overlay",
     "parse_rows",
     "rows_of",
     "rules_pack",
-    "vocabulary",
+    "same_value",
+    "stale_rows",
 ]
 
 KIND: Final = "harness/rules"
+# The source of a row no provider page decides; its `note` says why the harness holds it.
+ASSUMPTION: Final = "assumption"
 FORMAT: Final = 1
 PACK_FILES: Final = (
     "anthropic.json",
@@ -84,21 +91,33 @@ class Conflict(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 class Row(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, tag_field="rule"):
     """One fact: for `providers` (harness provider names), on `surfaces` (empty: all of them:
-    `claude-api`, `vertex`, `bedrock`...) and `models` (glob patterns on the lower-cased model
-    id; empty: every model), with its source and the date it was checked."""
+    `claude-api`, `vertex`, `bedrock`...; a request whose surface is unknown is on its
+    provider's own platform) and `models` (glob patterns on the lower-cased model id; empty:
+    every model), with its source, the day it was compared with that source, and `quote`, the
+    sentence of the source that decides it. A row citing a web page must quote it; a row no
+    page decides has `source: "assumption"` and says why in `note`."""
 
     providers: tuple[str, ...]
     source: str
     checked_on: datetime.date
+    quote: str = ""
     surfaces: tuple[str, ...] = ()
     models: tuple[str, ...] = ()
     conflicts: tuple[Conflict, ...] = ()
     note: str = ""
 
+    def __post_init__(self) -> None:
+        if self.source.startswith(("https://", "http://")) and not self.quote.strip():
+            raise ValueError(
+                f"a row citing {self.source} must quote the sentence that decides it (`quote`)"
+            )
+        if self.source == ASSUMPTION and not self.note.strip():
+            raise ValueError('a row with source "assumption" must say why in `note`')
+
     def applies(self, provider: str, model: str | None, surface: str) -> bool:
         if provider not in self.providers:
             return False
-        if self.surfaces and surface not in self.surfaces:
+        if self.surfaces and (surface or provider) not in self.surfaces:
             return False
         if not self.models:
             return True
@@ -111,11 +130,17 @@ class Caching(Row, tag="caching", frozen=True):
     marker asks for), `automatic` (every request, implicitly), `implicit` (automatic with no
     guarantee), `units` (whole prefix units, no minimum) or `none` (no provider caching: the
     prefix chain still judges stability byte for byte). `marker` is the key that marks a
-    breakpoint; `automatic_marker` the top-level key that asks for automatic caching."""
+    breakpoint; `automatic_marker` the top-level key that asks for automatic caching (empty:
+    the API refuses it, or has none). Rows may be per model (`Pack.first(Caching, provider,
+    model, surface)`): Claude on Bedrock caches implicitly as well as at its markers."""
 
     mode: Literal["breakpoints", "automatic", "implicit", "units", "none"]
     marker: str = ""
     automatic_marker: str = ""
+    # `automatic` mode: whether the implicit caching also runs beside explicit markers (OpenAI:
+    # one implicit breakpoint and the latest explicit ones) or only for a request that marks
+    # nothing (Claude on Bedrock: a marked request follows its checkpoints' rules)
+    implicit_when_marked: bool = True
 
 
 class Minimum(Row, tag="minimum", frozen=True):
@@ -140,15 +165,18 @@ class Breakpoints(Row, tag="breakpoints", frozen=True):
 
 
 class Lookback(Row, tag="lookback", frozen=True):
-    """A breakpoint finds an earlier entry at most `reach` `unit`s back."""
+    """A breakpoint finds an earlier entry at most `reach` `unit`s back; a run of consecutive
+    blocks of a type in `runs` counts as one (`tool_use`, `tool_result` on the Claude API)."""
 
     unit: Literal["blocks", "breakpoints"]
     reach: int
+    runs: tuple[str, ...] = ()
 
 
 class Ttl(Row, tag="ttl", frozen=True):
-    """The times to live a marker may ask for, longest first; `order`: whether entries with a
-    longer TTL must come before shorter ones (`longer-first`), and what the API does otherwise."""
+    """The times to live a marker may ask for on these models, longest first (a value not
+    listed is one the API refuses, or the model lacks); `order`: whether entries with a longer
+    TTL must come before shorter ones (`longer-first`), and what the API does otherwise."""
 
     values: tuple[str, ...]
     default: str
@@ -164,14 +192,25 @@ class Levels(Row, tag="levels", frozen=True):
 
 class Setting(Row, tag="setting", frozen=True):
     """A request field (a dotted path: `prompt_cache_options.ttl`) and what changing it does:
-    `keys-cache` (the verdict `word`; `level`: the first block it invalidates, empty for the
-    whole cache key), `retention` (a time to live changed: its own word), or `bookkeeping` (it
-    never reaches the cache; a report names it and moves on)."""
+    `keys-cache` (the verdict `word`; `level`: the first block it certainly invalidates, empty
+    for the whole cache key; `may_reach`: an earlier level it also invalidates on some models,
+    where the provider says "model-specific" without naming them), `retention` (a time to live
+    changed: its own word), or `bookkeeping` (it never reaches the cache; a report names it and
+    moves on).
+
+    `absent`: values that are the same cache key as the field left out (the provider's default,
+    `{"type": "disabled"}` where thinking is off by default); the view drops them, so a request
+    that spells the default never differs from one that omits it. `prewarm`: values that make
+    the request a pre-warm (it writes the cache and generates nothing; the real request that
+    follows reads it). Rows may be per model: `Pack.setting(provider, field, model, surface)`."""
 
     field: str
     effect: Literal["keys-cache", "retention", "bookkeeping"]
     word: str = ""
     level: str = ""
+    may_reach: str = ""
+    absent: tuple[Any, ...] = ()
+    prewarm: tuple[Any, ...] = ()
 
 
 class Compaction(Row, tag="compaction", frozen=True):
@@ -226,8 +265,17 @@ def _shipped() -> tuple[AnyRow, ...]:
     folder = files("harness.providers").joinpath("rules")
     rows: list[AnyRow] = []
     for name in PACK_FILES:
-        item = folder.joinpath(name)
-        rows += _decode(item.read_bytes(), f"harness/providers/rules/{name}").rows
+        where = f"harness/providers/rules/{name}"
+        found = _decode(folder.joinpath(name).read_bytes(), where).rows
+        for index, row in enumerate(found):
+            if row.source != ASSUMPTION and not row.source.startswith("https://"):
+                raise FixtureError(
+                    where,
+                    f"row {index} ({row.providers}) cites {row.source!r}",
+                    "a shipped row cites a provider page (https://) and quotes it, or says"
+                    ' source "assumption" and why',
+                )
+        rows += found
     return tuple(rows)
 
 
@@ -267,6 +315,7 @@ class Pack:
         self.rows = tuple(rows)
         self.generation = generation
         self._settings: dict[str, dict[str, Setting]] = {}
+        self._scoped: dict[tuple[str, str | None, str], dict[str, Setting]] = {}
 
     def first(
         self, kind: type[R], provider: str, model: str | None = None, surface: str = ""
@@ -294,15 +343,43 @@ class Pack:
         return any(isinstance(r, kind) and r.models and provider in r.providers for r in self.rows)
 
     def settings(self, provider: str) -> dict[str, Setting]:
-        """Every setting row of `provider`, by field (the first row for a field wins)."""
+        """Every field `provider` has a setting row for, each with its model-independent row
+        (the first row for the field with no `models` and no `surfaces`; a field with only
+        per-model rows gives its first one): the vocabulary a report uses when no model is
+        known. For one model's rows, `settings_for`."""
         found = self._settings.get(provider)
         if found is None:
             found = {}
             for row in self.rows:
                 if isinstance(row, Setting) and provider in row.providers:
-                    found.setdefault(row.field, row)
+                    current = found.get(row.field)
+                    if current is None or (_scoped(current) and not _scoped(row)):
+                        found[row.field] = row
             self._settings[provider] = found
         return found
+
+    def settings_for(
+        self, provider: str, model: str | None = None, surface: str = ""
+    ) -> dict[str, Setting]:
+        """The setting rows in force for one model on one surface, by field: the first row for
+        a field that applies to them (a per-model row before the model-independent one)."""
+        key = (provider, (model or "").lower() or None, surface)
+        found = self._scoped.get(key)
+        if found is None:
+            found = {}
+            for row in self.rows:
+                if isinstance(row, Setting) and row.applies(provider, model, surface):
+                    found.setdefault(row.field, row)
+            self._scoped[key] = found
+        return found
+
+    def setting(
+        self, provider: str, field: str, model: str | None = None, surface: str = ""
+    ) -> Setting | None:
+        """What changing `field` does for this model on this surface (None: no row names it,
+        its effect unknown). `Setting.level` is the first level certainly lost, `may_reach` an
+        earlier one some models lose too, `absent` the values equal to leaving it out."""
+        return self.settings_for(provider, model, surface).get(field)
 
 
 _pack: Pack | None = None
@@ -354,59 +431,21 @@ def rows_of(kind: type[R]) -> list[R]:
     return [row for row in rules_pack().rows if isinstance(row, kind)]
 
 
-# -- what the providers and the comparator read --------------------------------------------------
+def _scoped(row: Row) -> bool:
+    return bool(row.models or row.surfaces)
 
 
-def classify(
-    provider: str, body: Mapping[str, Any], prompt: frozenset[str]
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A body's settings and its bookkeeping, by the pack's setting rows: every top-level key
-    that is not prompt text is a setting unless a row calls it bookkeeping; an object whose
-    members have rows of their own (`prompt_cache_options`) is flattened to dotted keys, each
-    member judged alone. Both are sorted by key: top-level key order does not reach the prompt."""
-    rows = rules_pack().settings(provider)
-    settings: dict[str, Any] = {}
-    bookkeeping: dict[str, Any] = {}
-    for key in sorted(body):
-        if key in prompt:
-            continue
-        value = body[key]
-        row = rows.get(key)
-        if row is not None and row.effect == "bookkeeping":
-            bookkeeping[key] = value
-        elif isinstance(value, dict) and _has_members(rows, key):
-            for member in sorted(value):
-                path = f"{key}.{member}"
-                inner = rows.get(path)
-                target = bookkeeping if inner and inner.effect == "bookkeeping" else settings
-                target[path] = value[member]
-        else:
-            settings[key] = value
-    return settings, bookkeeping
+def stale_rows(rows: Sequence[AnyRow], days: int, today: datetime.date) -> list[AnyRow]:
+    """The rows last compared with their source more than `days` days before `today`."""
+    oldest = today - datetime.timedelta(days=days)
+    return [row for row in rows if row.checked_on < oldest]
 
 
-def _has_members(rows: Mapping[str, Setting], key: str) -> bool:
-    prefix = key + "."
-    return any(field.startswith(prefix) for field in rows)
-
-
-def vocabulary(provider: str) -> Vocabulary:
-    """The words the pack gives `provider`'s settings; a provider the pack knows reports a
-    setting no row names as unknown (its cache effect unknown) rather than a certain break."""
-    pack = rules_pack()
-    if not pack.knows(provider):
-        return Vocabulary()
-    settings: dict[str, Reason] = {}
-    for field, row in pack.settings(provider).items():
-        if row.effect == "bookkeeping":
-            continue
-        effect: Effect = "retention" if row.effect == "retention" else "breaks"
-        settings[field] = Reason(row.word or f"{field}_changed", row.level or None, effect)
-    compacted = frozenset(t for row in pack.every(Compaction, provider) for t in row.item_types)
-    word = next((row.word for row in pack.every(Compaction, provider)), "")
-    return Vocabulary(
-        settings=settings,
-        unknown=Reason(UNKNOWN_SETTING, None, "unknown"),
-        compaction=compacted,
-        compaction_word=word,
-    )
+def same_value(left: Any, right: Any) -> bool:
+    """Whether two JSON values are the same value: objects compare without key order, and a
+    boolean is never a number (`True` is not `1`, `0` is not `False`)."""
+    encode = msgspec.json.Encoder(order="sorted").encode
+    try:
+        return encode(left) == encode(right)
+    except (TypeError, msgspec.EncodeError):
+        return bool(left == right)

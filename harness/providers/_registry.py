@@ -34,17 +34,18 @@ from importlib.metadata import entry_points
 from typing import Any, Final, TypeVar
 
 from harness._shared._errors import HarnessError, UsageError, one_line
-from harness._shared._reasons import declare
+from harness._shared._reasons import Vocabulary, complete, declare, vocabulary_for
 from harness._shared._views import RequestSplit
 from harness.providers._anthropic import AnthropicMessages
 from harness.providers._base import Conforming, Provider, host_matches, hosts_of, reasons_of
 from harness.providers._bedrock import BedrockConverse
+from harness.providers._classify import vocabulary
 from harness.providers._cohere import CohereChat
 from harness.providers._compatible import compatible_providers
 from harness.providers._deepseek import DeepSeek
 from harness.providers._gemini import Gemini
 from harness.providers._openai import OpenAIChat, OpenAIResponses
-from harness.providers._pack import on_change, vocabulary
+from harness.providers._pack import on_change, rules_pack
 
 ENTRY_POINT_GROUP: Final = "harness.providers"
 
@@ -212,6 +213,27 @@ def recognised_host(host: str) -> bool:
 def _declare(provider: Provider) -> None:
     """The provider's own words over what the rules pack says of its settings."""
     declare(provider.name, reasons_of(provider).over(vocabulary(provider.name)))
+
+
+def vocabulary_of(name: str, model: str | None, surface: str = "") -> Vocabulary:
+    """The words a provider uses for what breaks its cache, for one model on one surface (its
+    per-model setting rows first): what the cache model's verdict and layout read. Without a
+    model, the provider's declared vocabulary."""
+    if not model:
+        return vocabulary_for(name)
+    key = (name, model.lower(), surface, rules_pack().generation)
+    found = _scoped.get(key)
+    if found is None:
+        provider = provider_named(name)
+        own = reasons_of(provider) if provider is not None else Vocabulary()
+        found = complete(own.over(vocabulary(name, model, surface)))
+        if len(_scoped) > 4096:
+            _scoped.clear()
+        _scoped[key] = found
+    return found
+
+
+_scoped: dict[tuple[str, str, str, int], Vocabulary] = {}
 
 
 def redeclare() -> None:

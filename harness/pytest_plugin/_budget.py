@@ -81,7 +81,7 @@ def check_budget(
         fail(f"harness: {error}")
     if "max_usd" not in budget and "min_hit_rate" not in budget:
         return
-    from harness.cost._cost import cost_of
+    from harness.cost._cost import cost_of, prices_used
     from harness.cost._prices import overlay_prices, project_prices
     from harness.cost._simulate import conversations
     from harness.cost._text import breakdown, money, percent
@@ -90,14 +90,14 @@ def check_budget(
         rows = [*session.config.prices, *project_prices(settings.rootdir)]
     except HarnessError as error:
         fail(f"harness: {error}")
-    with overlay_prices(rows):
+    with overlay_prices(rows):  # the costs and the names of their prices, under the same rows
         found = [
-            (conversation, cost_of(conversation))
+            (conversation, cost_of(conversation), prices_used(conversation))
             for lint_session in sessions
             for conversation in conversations(lint_session, budget.get("model"))
         ]
     problems: list[str] = []
-    for conversation, cost in found:
+    for conversation, cost, prices in found:
         where = f"{conversation.endpoint} ({cost.requests} request(s))"
         limit = budget.get("max_usd")
         if conversation.unknown_model:  # no minimum known: an estimate could pass falsely
@@ -108,18 +108,18 @@ def check_budget(
                 " harness_capture_config's rules)"
             )
             continue
+        said = breakdown(cost, conversation, prices)
         if limit is not None and cost.usd is None:
-            problems.append(f"{where}: {breakdown(cost, conversation)}")
+            problems.append(f"{where}: {said}")
         elif limit is not None and cost.usd is not None and cost.usd > limit:
             problems.append(
-                f"{where} costs {money(cost.usd)}, over the budget of {money(limit)}:"
-                f" {breakdown(cost, conversation)}"
+                f"{where} costs {money(cost.usd)}, over the budget of {money(limit)}: {said}"
             )
         rate = budget.get("min_hit_rate")
         if rate is not None and cost.hit_rate < rate:
             problems.append(
                 f"{where} hits the cache for {percent(cost.hit_rate)} of its input, under the"
-                f" budget's {percent(rate)}: {breakdown(cost, conversation)}"
+                f" budget's {percent(rate)}: {said}"
             )
     if problems:
         lines = "\n".join(f"  {problem}" for problem in problems)

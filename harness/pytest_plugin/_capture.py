@@ -253,7 +253,7 @@ def lint_sessions(
 ) -> list[LintSession]:
     """The test's requests as the rules and the cost model read them: one session a segment
     (`live`: a request the replay refused, added to the last: what the code sent)."""
-    from harness.rules._analysis import LintRequest
+    from harness.cache._analysis import LintRequest
     from harness.rules._engine import Session
 
     where = str(session.cassette) if session.cassette is not None else item.nodeid

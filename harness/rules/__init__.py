@@ -18,9 +18,9 @@ the requests of one file (`Session`), each analysed (`Analysis`: what it caches,
 
 from __future__ import annotations
 
+from harness.cache._analysis import Analysis, LintRequest, analyse
+from harness.cache._counters import register_token_counter, unregister_token_counter
 from harness.providers._pack import RulesFile, load_rules_file, overlay, rules_pack
-from harness.rules._analysis import Analysis, LintRequest, analyse
-from harness.rules._counters import register_token_counter, unregister_token_counter
 from harness.rules._engine import Finding, Policy, Rule, Session
 from harness.rules._registry import lint, register_rule, registered_rules, unregister_rule
 

@@ -1,128 +1,32 @@
-"""The rules that read a conversation: what one request wrote and the next one reads.
+"""The rules that read a conversation: what one request wrote and a later one reads.
 
-`simulate(session)` replays the provider's cache over a file's requests in order, per endpoint:
-each request looks up its breakpoints (Anthropic and Bedrock: each marker looks back at most
-`Lookback.reach` blocks; OpenAI, Gemini and DeepSeek: the longest prefix an entry was written
-for), then writes the breakpoints the rules say are written. From it:
+They read the one cache replay (`Session.replayed`, `harness.cache._replay`): per endpoint, each
+request looks up each of its breakpoints on its own (Anthropic and Bedrock: each marker looks
+back at most `Lookback.reach` blocks; OpenAI, Gemini and DeepSeek: the longest prefix an entry
+was written for), then writes the breakpoints the rules say are written. From it:
 
-- `lookback-exceeded`: a request whose only earlier entry lies further back from its markers
-  than a breakpoint looks: the prefix is written again instead of read;
-- `write-never-read`: a write (an entry at or above the minimum) that no later request reads,
-  although its conversation goes on: its write premium buys nothing (a write the next request
-  breaks is the gate's finding, `prefix-broken`, and one a later breakpoint could not reach is
-  `lookback-exceeded`'s, not this one).
+- `lookback-exceeded`: a breakpoint whose lookup finds nothing within its reach while an entry
+  longer than what the request reads lies further back: that part is written again instead of
+  read. Judged per breakpoint: a hit at another breakpoint of the request (the system's) never
+  hides it;
+- `write-never-read`: a write (an entry at or above the minimum) that no later request of the
+  file reads, although the file goes on to that endpoint: its write premium buys nothing (a write
+  the next request breaks is the gate's finding, `prefix-broken`, one a later breakpoint could
+  not reach is `lookback-exceeded`'s, and one that expired is `ttl-expired`'s).
 
 And from the prefix-chain gate, `prefix-broken` (its verdict word first: `tools_changed`,
 `messages_changed`...; an effect the rules do not know for certain, or a compaction, is a
 warning), and `unknown-model`: once per model the rules know no minimum for, so the rules that
-need one abstain. Time is not simulated here: a TTL that expires between requests is the cost
-model's (`ttl-expired`).
+need one abstain.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from urllib.parse import urlsplit
 
-from harness.rules._analysis import Analysis
 from harness.rules._engine import Finding, Rule, Session, Severity
 
-__all__ = [
-    "LookbackExceeded",
-    "PrefixBroken",
-    "Simulation",
-    "UnknownModel",
-    "WriteNeverRead",
-    "simulate",
-]
-
-
-@dataclass
-class Entry:
-    """A cache entry a request wrote: its owner, boundary and pointer, and whether it was read."""
-
-    owner: int
-    after: int
-    pointer: str
-    tokens: int
-    read: bool = False
-
-
-@dataclass
-class Simulation:
-    """What the replayed cache saw: every entry written, and each out-of-reach lookup."""
-
-    entries: list[Entry] = field(default_factory=list)
-    out_of_reach: list[tuple[int, int, str, Entry]] = field(default_factory=list)
-
-
-def _endpoint(analysis: Analysis) -> str:
-    url = analysis.request.url
-    if url is None:
-        return analysis.provider
-    parts = urlsplit(url)
-    return f"{analysis.provider} {parts.hostname or ''}{parts.path}"
-
-
-def simulate(session: Session) -> Simulation:
-    """The cache replayed over the session (made once per session)."""
-    found = session.shared.get("simulation")
-    if isinstance(found, Simulation):
-        return found
-    result = Simulation()
-    entries: dict[tuple[str, bytes], Entry] = {}
-    for analysis in session.analysed():
-        if analysis.caching is None:
-            continue
-        endpoint, lay = _endpoint(analysis), analysis.layout
-        blocks = analysis.lookback is not None and analysis.lookback.unit == "blocks"
-        reach = analysis.lookback.reach if blocks and analysis.lookback is not None else None
-        lookups = [mark.after for mark in analysis.marks] if blocks else [len(lay.units)]
-        best = None
-        for point in lookups:
-            low = max(point - reach, 1) if reach is not None else 1
-            for boundary in range(point, low - 1, -1):
-                entry = entries.get((endpoint, lay.digest(boundary)))
-                if entry is not None and entry.after == boundary:
-                    best = boundary if best is None else max(best, boundary)
-                    break
-        if best is not None:
-            for boundary in range(best, 0, -1):  # an entry read covers every shorter one
-                entry = entries.get((endpoint, lay.digest(boundary)))
-                if entry is not None and entry.after == boundary:
-                    entry.read = True
-        elif reach is not None and lookups:
-            _out_of_reach(result, analysis, entries, endpoint, reach)
-        for write in analysis.writes:
-            key = (endpoint, lay.digest(write.after))
-            if write.written and key not in entries:
-                entry = Entry(
-                    analysis.request.index, write.after, write.pointer, write.tokens.tokens
-                )
-                entries[key] = entry
-                result.entries.append(entry)
-    session.shared["simulation"] = result
-    return result
-
-
-def _out_of_reach(
-    result: Simulation,
-    analysis: Analysis,
-    entries: dict[tuple[str, bytes], Entry],
-    endpoint: str,
-    reach: int,
-) -> None:
-    """A lookup that found nothing in reach: is there an entry further back it would have read?"""
-    lay = analysis.layout
-    first = min(mark.after for mark in analysis.marks)
-    for boundary in range(first - reach - 1, 0, -1):
-        entry = entries.get((endpoint, lay.digest(boundary)))
-        if entry is not None and entry.after == boundary:
-            mark = min((m for m in analysis.marks if m.after > boundary), key=lambda m: m.after)
-            distance = mark.after - boundary
-            result.out_of_reach.append((analysis.request.index, distance, mark.pointer, entry))
-            return
+__all__ = ["LookbackExceeded", "PrefixBroken", "UnknownModel", "WriteNeverRead"]
 
 
 class LookbackExceeded(Rule):
@@ -136,19 +40,24 @@ class LookbackExceeded(Rule):
     fix = "add a breakpoint within 20 blocks of the previous one (on a long tool turn, mid-way)"
 
     def check(self, session: Session) -> Iterable[Finding]:
-        result = simulate(session)
-        for index, distance, pointer, entry in result.out_of_reach:
-            analysis = session.analyses[index]
-            reach = analysis.lookback.reach if analysis and analysis.lookback else 0
-            yield session.finding(
-                self,
-                index,
-                f"the breakpoint at {pointer} is {distance} blocks after the cache entry request"
-                f" {entry.owner} wrote at {entry.pointer}; a breakpoint looks back at most"
-                f" {reach} blocks, so ~{entry.tokens:,} cached tokens are written again instead of"
-                " read",
-                pointer=pointer,
-            )
+        for conversation in session.replayed:
+            if conversation.unknown_model:
+                continue  # the minimum decides what was written: unknown-model says so
+            for step in conversation.steps:
+                read = step.read_from.tokens if step.read_from is not None else 0
+                for lookup in step.out_of_reach():
+                    entry = lookup.beyond
+                    assert entry is not None
+                    yield session.finding(
+                        self,
+                        step.index,
+                        f"the breakpoint at {lookup.mark.pointer} is {lookup.distance} blocks"
+                        f" after the cache entry request {session.offset + entry.owner} wrote at"
+                        f" {entry.pointer}; a breakpoint looks back at most {lookup.reach}"
+                        f" blocks, so ~{max(entry.tokens - read, 0):,} cached tokens are written"
+                        " again instead of read",
+                        pointer=lookup.mark.pointer,
+                    )
         yield from self._breakpoints(session)
 
     def _breakpoints(self, session: Session) -> Iterable[Finding]:
@@ -170,8 +79,8 @@ class WriteNeverRead(Rule):
     severity = "warning"
     providers = "any that writes (Anthropic, Bedrock, OpenAI 5.6+ at 1.25x)"
     meaning = (
-        "a cache write that no later request of the conversation reads: the write premium"
-        " (1.25x or 2x the input price) buys nothing"
+        "a cache write that no later request of the file reads although the file goes on: the"
+        " write premium (1.25x or 2x the input price) buys nothing"
     )
     fix = (
         "move the breakpoint to a place the next request repeats, or remove what changes"
@@ -181,20 +90,28 @@ class WriteNeverRead(Rule):
     def check(self, session: Session) -> Iterable[Finding]:
         chain = session.chain  # a break the gate reports explains its own unread write
         explained = {item.previous - 1 for item in [*chain.breaks, *chain.warnings]}
-        result = simulate(session)
-        out_of_reach = {id(entry) for *_, entry in result.out_of_reach}  # lookback-exceeded's
-        for entry in result.entries:
-            if entry.read or entry.owner in explained or not session.continued(entry.owner):
+        for conversation in session.replayed:
+            if conversation.unknown_model:
                 continue
-            if id(entry) in out_of_reach:
-                continue
-            yield session.finding(
-                self,
-                entry.owner,
-                f"the cache write of ~{entry.tokens:,} tokens up to {entry.pointer} is never"
-                " read by a later request of the conversation: its write premium buys nothing",
-                pointer=entry.pointer,
-            )
+            missed = {
+                id(lookup.beyond)
+                for step in conversation.steps
+                for lookup in step.out_of_reach()  # lookback-exceeded's
+            }
+            expired = {id(entry) for step in conversation.steps for entry in step.expired}
+            last = max((step.index for step in conversation.steps), default=-1)
+            for entry in conversation.entries:
+                if entry.read or entry.owner in explained or entry.owner >= last:
+                    continue
+                if id(entry) in missed or id(entry) in expired:
+                    continue
+                yield session.finding(
+                    self,
+                    entry.owner,
+                    f"the cache write of ~{entry.tokens:,} tokens up to {entry.pointer} is never"
+                    " read by a later request of the file: its write premium buys nothing",
+                    pointer=entry.pointer,
+                )
 
 
 class PrefixBroken(Rule):

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Final
 
-from harness.cost._simulate import Conversation, conversations, ttl_seconds
+from harness.cache._replay import Conversation, ttl_seconds
 from harness.rules._engine import Finding, Rule, Session
 
 __all__ = ["ProviderDisagrees", "TtlExpired", "simulated"]
@@ -26,12 +26,8 @@ STEP_TOKENS: Final = 128
 
 
 def simulated(session: Session) -> list[Conversation]:
-    """The session's conversations under the cost model (made once per session)."""
-    found = session.shared.get("cost")
-    if not isinstance(found, list):
-        found = conversations(session)
-        session.shared["cost"] = found
-    return found
+    """The session's conversations: the one cache replay, made once per session."""
+    return session.replayed
 
 
 def _duration(seconds: float) -> str:
@@ -98,7 +94,7 @@ class ProviderDisagrees(Rule):
         for conversation in simulated(session):
             for step in conversation.steps:
                 usage = step.recorded
-                if usage is None:
+                if usage is None or step.held:
                     continue
                 index = step.index
                 reason = usage.miss_reason

@@ -7,11 +7,13 @@
   rules table (`providers`, `meaning`, `fix`), and `check(session)`, which yields findings.
 - `Session`: the requests of one file (a cassette, a body, a session `.jsonl`), each analysed
   under the rules pack (`Analysis`), with the conversation each belongs to by the prefix-chain
-  gate's rules (`links`), and the gate's own verdicts (`chain`). Rules that need a request's time
+  gate's rules (`links`), the gate's own verdicts (`chain`) and the cache replayed over them
+  (`replayed`: the one replay the rules and the cost model read). Rules that need a request's time
   or the provider's response find them on `session.requests[i]`.
 - `Policy`: a project's choice of which rules fail (`--fail-on`, `harness_fail_on`, a rules
-  file's `fail_on`) and of their severities; `too-many-breakpoints` where the API refuses the
-  request stays an error.
+  file's `fail_on`) and of their severities; a finding that says the API refuses the request
+  (`too-many-breakpoints`, `misplaced-breakpoint`, `ttl-unsupported`, `ttl-order`) stays an
+  error.
 """
 
 from __future__ import annotations
@@ -25,14 +27,18 @@ from typing import Any, ClassVar, Literal
 import msgspec
 
 from harness._shared._errors import UsageError
+from harness.cache._analysis import Analysis, LintRequest, analyse
+from harness.cache._replay import Conversation, replay
 from harness.capture._prefix import PrefixChain, conversation_links, prefix_chain
-from harness.rules._analysis import Analysis, LintRequest, analyse
 
 __all__ = ["SEVERITIES", "Finding", "Policy", "Rule", "Session", "Severity"]
 
 Severity = Literal["error", "warning", "info"]
 SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
-ALWAYS_ERROR = "too-many-breakpoints"
+# Rules whose error means the API refuses the request: no policy lowers that below an error.
+ALWAYS_ERROR = frozenset(
+    {"too-many-breakpoints", "misplaced-breakpoint", "ttl-unsupported", "ttl-order"}
+)
 
 
 class Finding(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -88,6 +94,12 @@ class Session:
     def chain(self) -> PrefixChain:
         """The prefix-chain gate over the file's requests."""
         return prefix_chain(self.requests)
+
+    @cached_property
+    def replayed(self) -> list[Conversation]:
+        """The provider's cache replayed over the file's requests (`harness.cache._replay`):
+        what every rule along a conversation and the cost model read."""
+        return replay(self.file, list(self.analysed()))
 
     def analysed(self) -> Iterable[Analysis]:
         return (analysis for analysis in self.analyses if analysis is not None)
@@ -186,7 +198,7 @@ class Policy:
         if finding.expected:
             return finding
         level: Severity = dict(self.severity).get(finding.rule, finding.severity)
-        if finding.rule == ALWAYS_ERROR and finding.severity == "error":
+        if finding.rule in ALWAYS_ERROR and finding.severity == "error":
             level = "error"  # the API refuses the request: never less than an error
         if finding.rule in self.fail_on:
             level = "error"

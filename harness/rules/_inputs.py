@@ -29,10 +29,10 @@ import msgspec
 from harness._shared._body_text import response_events
 from harness._shared._errors import FixtureError
 from harness._shared._files import read_checked, with_position
+from harness.cache._analysis import LintRequest
+from harness.cache._timing import Timing
 from harness.capture._audit import find_cassettes, request_of
 from harness.capture._cassette import CaptureFile, Exchange, load_cassette
-from harness.cost._timing import Timing
-from harness.rules._analysis import LintRequest
 from harness.rules._engine import Session
 
 __all__ = ["requests_of_exchanges", "sessions_of"]

@@ -22,6 +22,7 @@ from harness.rules._conversation_rules import (
 )
 from harness.rules._cost_rules import ProviderDisagrees, TtlExpired
 from harness.rules._engine import Finding, Policy, Rule, Session
+from harness.rules._refusal_rules import MisplacedBreakpoint, TtlUnsupported
 from harness.rules._request_rules import (
     BelowMinimum,
     NoBreakpoint,
@@ -38,6 +39,8 @@ _BUILT_IN: Final[tuple[Rule, ...]] = (
     BelowMinimum(),
     NoBreakpoint(),
     TtlOrder(),
+    MisplacedBreakpoint(),
+    TtlUnsupported(),
     LookbackExceeded(),
     VolatileInPrefix(),
     VertexKeyOrder(),

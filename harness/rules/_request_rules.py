@@ -23,9 +23,9 @@ from collections.abc import Iterable
 from typing import Final
 
 from harness._shared._printer import redact
+from harness.cache._analysis import Analysis
 from harness.drift._hints import volatile_matches
 from harness.providers._anthropic import key_order
-from harness.rules._analysis import Analysis
 from harness.rules._engine import Finding, Rule, Session
 
 __all__ = [
@@ -158,29 +158,20 @@ class TtlOrder(Rule):
 
     def check(self, session: Session) -> Iterable[Finding]:
         for analysis in session.analysed():
-            row = analysis.ttl
-            if row is None or row.order != "longer-first":
+            found, row = analysis.ttl_out_of_order, analysis.ttl
+            if found is None or row is None:
                 continue
-            rank = {value: place for place, value in enumerate(row.values)}  # 0: the longest
-            shortest: tuple[int, str, str] | None = None  # the shortest TTL seen so far
-            for mark in analysis.marks:
-                ttl = mark.ttl or row.default
-                if ttl not in rank:
-                    continue
-                if shortest is not None and rank[ttl] < shortest[0]:
-                    refused = row.out_of_order == "refused"
-                    yield session.finding(
-                        self,
-                        analysis.request.index,
-                        f"a {ttl} breakpoint at {mark.pointer} comes after a {shortest[1]} one at"
-                        f" {shortest[2]}: longer TTLs must come first"
-                        + ("; the API refuses the request" if refused else ""),
-                        severity="error" if refused else "warning",
-                        pointer=mark.pointer,
-                    )
-                    break
-                if shortest is None or rank[ttl] > shortest[0]:
-                    shortest = (rank[ttl], ttl, mark.pointer)
+            mark, shorter, where = found
+            refused = row.out_of_order == "refused"
+            yield session.finding(
+                self,
+                analysis.request.index,
+                f"a {mark.ttl or row.default} breakpoint at {mark.pointer} comes after a"
+                f" {shorter} one at {where}: longer TTLs must come first"
+                + ("; the API refuses the request" if refused else ""),
+                severity="error" if refused else "warning",
+                pointer=mark.pointer,
+            )
 
 
 _VOLATILE: Final = frozenset({"a timestamp", "a UUID", "a date", "a hex id"})

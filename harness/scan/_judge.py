@@ -1,26 +1,30 @@
 """The one judge: a batch of whole sessions in (an Arrow table), findings and sessions out.
 
-This module is the scan's only door to the cache model the gate, `harness lint` and `harness
-cost` share: the prefix-chain gate (`harness.capture._prefix.prefix_chain`, its `PrefixBreak`:
-verdict, block, severity, the drift report's pointer and byte offset, the bytes lost), a request
-as the rules read it (`harness.rules.LintRequest`), the rules pack (TTLs), the token estimate and
-the price rows `harness cost` prices with. When the cache model changes, this module changes and
-nothing else in `harness/scan/` does.
+This module is the scan's only door to the cache model the gate, `harness lint`, `harness diff`
+and `harness cost` share (`harness.cache`): which request continues which (`_links.walk`), the one
+verdict on a link (`_verdict.judge`: the word, block, pointer, byte offset and the cache model's
+`Loss`, nothing lost where nothing was cached), the gate's severity and words
+(`harness.capture._prefix.PrefixBreak`), the rules pack (TTLs) and the price rows `harness cost`
+prices with. When the cache model changes, this module changes and nothing else in
+`harness/scan/` does.
 
 `judge(table)` is a pure function of its input (both engines call it, DuckDB on the batches it
 streams, Dask in `map_partitions` after a shuffle by session):
 1. the digest tier (`harness.scan._tier.plan`) clears every request that holds the bytes of the
    one before it, for the whole batch at once;
-2. each request it could not clear is judged by the cache model against the requests it may
-   continue, on their bytes (the `body` column, filled for those rows only by
+2. each request it could not clear is linked and judged by the cache model (`walk` over the
+   earlier requests of its session the tier names, the ones the gate's own walk could pick, then
+   `judge` of the link), on their bytes (the `body` column, filled for those rows only by
    `harness.scan._bytes.attach`): a break is a finding with the model's verdict; no bytes (a
    digest table, a record that could not be read again) is a finding from the digests, evidence
    `digest`;
 3. a request the provider's counters say missed the cache, where the bytes (or their absence)
    cannot explain it, is an `unexplained_miss` (evidence `counters`, severity `warning`).
-Tokens lost are the break's bytes lost at the request's own tokens-per-byte (from its counters,
-else bytes / 4); dollars lost are those tokens at the price row's input price less its
-cache-read price.
+Tokens lost are the cache model's `Loss` (the earlier request's written entries the later one can
+no longer read: 0 where nothing was cached, null where the rules cannot say), its bytes taken at
+the earlier request's own tokens-per-byte where its counters are plausible (the cache model's
+estimate, bytes / 4, otherwise); dollars lost are those tokens at the price row's input price less
+its cache-read price.
 """
 
 from __future__ import annotations
@@ -32,19 +36,17 @@ from typing import Any, Final, NamedTuple
 import msgspec
 import numpy as np
 
-# The rules before the cost model: harness.cost._simulate and harness.rules import each other's
-# modules, and only this order initialises both (the CLI imports them so too).
-import harness.rules  # noqa: F401
 from harness._shared._printer import line
 from harness._shared._views import prompt_size
-from harness.capture._prefix import PrefixBreak, prefix_chain
+from harness.cache._analysis import LintRequest
+from harness.cache._links import walk
+from harness.cache._replay import ttl_seconds
+from harness.cache._tokens import PLAUSIBLE
+from harness.cache._verdict import judge as judge_link
+from harness.capture._prefix import PrefixBreak
 from harness.cost._prices import price_for
-from harness.cost._simulate import ttl_seconds
 from harness.drift._structured import without_structured_diff
-from harness.drift._wording import BYTES_PER_TOKEN
 from harness.providers._pack import Ttl, rules_pack
-from harness.rules._analysis import LintRequest
-from harness.rules._tokens import PLAUSIBLE
 from harness.scan._digest import BLOCKS
 from harness.scan._extras import pyarrow, pyarrow_compute
 from harness.scan._figures import session_figures
@@ -209,16 +211,28 @@ def _pair(
     requests = [_request(row, found, cols) for row in rows]
     if any(request is None for request in requests):
         return [_from_digests(found, pair, cols)]
-    if requests[-1] is None or requests[-1].split is None:
-        not_judged[pair.row] += 1
+    link, previous = list(walk(requests))[-1]  # the gate's walk: the last is this request's
+    if link is None:
+        not_judged[pair.row] += 1  # no provider claims it
         return []
+    if previous is None:
+        return []  # it starts a conversation: nothing earlier to keep
     with without_structured_diff():  # the scan prints no deepdiff: most of a break's cost
-        chain = prefix_chain(requests)
-    number = int(found.place[pair.row])
-    broken = [b for b in (*chain.breaks, *chain.warnings) if b.index == number]
-    if not broken:
+        found_break = judge_link(previous, link)
+    if found_break is None:
         return [_miss(found, pair.row, cols)] if _missed(found, pair, cols) else []
-    return [_from_break(found, pair, cols, broken[0], requests[-1], rows)]
+    item = PrefixBreak(
+        index=link.number,
+        previous=previous.number,
+        block=found_break.report.block or "settings",
+        report=found_break.report,
+        prefix_bytes=found_break.prefix_bytes,
+        bytes_lost=found_break.bytes_lost,
+        endpoint=link.endpoint if link.endpoint != link.split.provider else "",
+        loss=found_break.loss,
+    )
+    earlier = rows[previous.position]
+    return [_from_break(found, pair, cols, item, previous.request, earlier)]
 
 
 def _from_break(
@@ -226,18 +240,12 @@ def _from_break(
     pair: Pair,
     cols: _Columns,
     item: PrefixBreak,
-    request: LintRequest,
-    rows: Sequence[int],
+    earlier: LintRequest,
+    before: int,
 ) -> dict[str, Any]:
     row = pair.row
-    split = request.split
-    size = prompt_size(split.view) if split is not None else 0
-    total = cols["input_tokens"][row]
-    ratio = 1 / BYTES_PER_TOKEN
-    if total and size and PLAUSIBLE[0] <= size / total <= PLAUSIBLE[1]:
-        ratio = total / size
-    tokens = round(item.bytes_lost * ratio)
-    provider = split.provider if split is not None else cols["provider"][row]
+    tokens = _tokens_lost(item, earlier, cols["input_tokens"][before])
+    provider = earlier.split.provider if earlier.split is not None else cols["provider"][row]
     report = item.report
     return _finding(
         found,
@@ -245,27 +253,35 @@ def _from_break(
         cols,
         block=item.block,
         verdict=item.verdict,
-        evidence=_evidence([row, int(found.starts[row]) + item.previous - 1], cols),
+        evidence=_evidence([row, before], cols),
         severity=item.severity,
         tokens_lost=tokens,
         usd_lost=_usd(
-            tokens, provider, cols["model"][row] or request.body.get("model"), cols["time"][row]
+            tokens, provider, cols["model"][row] or earlier.body.get("model"), cols["time"][row]
         ),
         pointer=line(report.pointer, _SUMMARY) if report.pointer else None,
         byte=report.offset if report.offset >= 0 else None,
-        summary=line(_head(item), _SUMMARY),
+        summary=line(item.to_text().split("\n", 1)[0], _SUMMARY),
     )
 
 
-def _head(item: PrefixBreak) -> str:
-    """The break in one sentence (the gate's first line, without building the printed report,
-    which the scan never shows)."""
-    where = f" at {item.report.raw_pointer}" if item.report.raw_pointer else ""
-    return (
-        f"{item.verdict}: request {item.index} does not extend request {item.previous}'s"
-        f" cacheable prefix: the {item.block} block broke first{where}; {item.bytes_lost:,} of"
-        f" {item.prefix_bytes:,} prefix bytes lost"
-    )
+def _tokens_lost(item: PrefixBreak, earlier: LintRequest, counted: int | None) -> int | None:
+    """The cache model's loss in tokens: its bytes at the earlier request's own tokens per byte
+    where the provider counted that request plausibly, else the model's estimate; None where the
+    rules cannot say what was cached (a model without a minimum, an unknown provider)."""
+    loss = item.loss
+    if loss is None or loss.tokens is None:
+        return None
+    size = prompt_size(earlier.split.view) if earlier.split is not None else 0
+    if (
+        loss.tokens
+        and loss.bytes
+        and counted
+        and size
+        and PLAUSIBLE[0] <= size / counted <= PLAUSIBLE[1]
+    ):
+        return round(loss.bytes * counted / size)
+    return loss.tokens
 
 
 def _from_digests(found: Plan, pair: Pair, cols: _Columns) -> dict[str, Any]:

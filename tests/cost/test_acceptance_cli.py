@@ -48,7 +48,7 @@ def test_cost_json_has_exactly_the_named_keys(
     code, out, _ = run(capsys, "cost", path, "--format", "json")
     assert code == 0
     report = json.loads(out)
-    assert set(report) == {"sessions", "totals"}
+    assert set(report) == {"sessions", "totals", "prices"}
     (one,) = report["sessions"]
     assert set(one) == COST_KEYS
     assert one["requests"] == 2 and one["provider"] == "anthropic"

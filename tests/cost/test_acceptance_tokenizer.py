@@ -135,7 +135,7 @@ def test_tiktoken_without_its_cached_encoding_never_downloads(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pytest.importorskip("tiktoken")
-    from harness.rules import _counters
+    from harness.cache import _counters
 
     cache = tmp_path / "tiktoken-cache"
     cache.mkdir()

@@ -16,7 +16,14 @@ from typing import Any
 import pytest
 
 from harness.cli import main
-from tests.support.conversations import COST_KEYS, answer, conversation, entry
+from tests.support.conversations import (
+    COST_KEYS,
+    PRICES_CHECKED,
+    REGISTRY,
+    answer,
+    conversation,
+    entry,
+)
 
 SONNET = {"input": 3.0, "read": 0.30, "5m": 3.75, "1h": 6.0}
 
@@ -60,7 +67,7 @@ def test_write_then_reads(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert found["usd"] == pytest.approx(usd(one + two, three, 0), abs=1e-6)
     assert found["usd_without_cache"] == pytest.approx((one + two + three) * 3.0 / 1e6, abs=1e-6)
     assert found["recorded"] is None and found["agreement"] is None
-    assert found["prices_checked_on"] == "2026-12-04"
+    assert found["prices_checked_on"] == PRICES_CHECKED
     assert found["usd"] < found["usd_without_cache"]
 
 
@@ -192,19 +199,22 @@ def test_a_negotiated_price_overrides_the_list_price(
     assert negotiated["prices_checked_on"] == "2026-11-30"
 
 
-def test_rows_take_effect_on_their_date(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """DeepSeek's hit price fell in August 2026: a recording's date picks the row in force."""
-    body = {"model": "deepseek-chat", "messages": [{"role": "user", "content": "x" * 8000}]}
-    url = "https://api.deepseek.com/chat/completions"
+def test_prices_take_effect_on_their_date(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """GPT-5.6 Sol's input fell from $5 to $4 on 2026-08-21: a recording's date picks the price
+    in force."""
+    body = {"model": "gpt-5.6", "messages": [{"role": "user", "content": "x" * 8000}]}
+    url = "https://api.openai.com/v1/chat/completions"
     lines = [
-        json.dumps({"url": url, "body": body, "time": f"2026-{month}-01T10:00:0{i}Z"})
+        json.dumps({"url": url, "body": body, "time": f"2026-08-{day}T10:00:0{i}Z"})
         for i in range(2)
-        for month in ["07"]
+        for day in ["20"]
     ]
-    july = cost(tmp_path, capsys, *lines)
-    december = cost(tmp_path, capsys, *(line.replace("2026-07", "2026-12") for line in lines))
-    assert july["cache_read_tokens"] == december["cache_read_tokens"] > 0
-    assert december["usd"] < july["usd"]
+    before = cost(tmp_path, capsys, *lines)
+    after = cost(tmp_path, capsys, *(line.replace("2026-08-20", "2026-08-21") for line in lines))
+    assert before["cache_read_tokens"] == after["cache_read_tokens"] > 0
+    assert after["usd"] == pytest.approx(before["usd"] * 4 / 5, abs=2e-6)
 
 
 def test_text_output_and_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -212,7 +222,7 @@ def test_text_output_and_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture
     path.write_text(entry(conversation(1), 0) + "\n" + entry(conversation(2), 30) + "\n")
     assert main(["cost", str(path)]) == 0
     out = capsys.readouterr().out
-    assert "at claude-sonnet-4-5 list price, prices checked 2026-12-04" in out
+    assert f"at claude-sonnet-4-5 list price, prices checked {PRICES_CHECKED} ({REGISTRY})" in out
     assert "tokens: bytes / 4, about ±25%" in out
     assert "harness cost: 1 conversation(s), 2 request(s)" in out
     bad = tmp_path / "harness-prices.json"

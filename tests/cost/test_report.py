@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from harness.cli import main
-from tests.support.conversations import answer, conversation, entry
+from tests.support.conversations import PRICES_CHECKED, REGISTRY, answer, conversation, entry
 from tests.support.png import drawn_fraction
 
 SECRET = "sk-proj-" + "a1B2c3D4" * 4
@@ -127,7 +127,7 @@ def test_the_markdown_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert "| conversation | model | requests | cost | without cache | hit rate | agreement |" in md
     assert "| claude-sonnet-4-5 | 3 | $0.0" in md and "| 100% |" in md
     assert "First divergence at request 2: tools_changed: tools reordered" in md
-    assert "List prices checked 2026-12-04; tokens are estimates." in md
+    assert f"List prices checked {PRICES_CHECKED} ({REGISTRY}); tokens are estimates." in md
 
 
 def test_a_report_that_cannot_be_written_is_one_line(

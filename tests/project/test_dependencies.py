@@ -2,10 +2,10 @@
 
 Read from the sources: every third-party import in `harness/` (the wheel's code) is a
 distribution of `dependencies` or of an extra (`pytest`, `capture`, `tokens`, `scan`, `dask`);
-in `bench/`, of `dependencies` or the `bench` or `scan` extra. What runs at start-up is narrower: the modules `harness`,
-`harness.cli` and `harness.capture` import when they are imported (module level, following the
-harness's own imports, leaving out `if TYPE_CHECKING:` and imports guarded by `except
-ImportError`) need only `dependencies`; the pytest plugin adds only the `pytest` extra. Functions
+in `bench/`, of `dependencies` or the `bench` or `scan` extra. What runs at start-up is
+narrower: the modules `harness`, `harness.cli` and `harness.capture` import when they are
+imported (module level, following the harness's own imports, leaving out `if TYPE_CHECKING:`
+and imports guarded by `except ImportError`) need only `dependencies`; the pytest plugin adds only the `pytest` extra. Functions
 import an extra's package when a user calls them (the capture transports, syrupy's extension).
 
 The scan is checked against sources written to contain the bugs it exists for.

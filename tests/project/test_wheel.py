@@ -8,11 +8,13 @@ not downloaded: each is linked into the new environment from this suite's enviro
 already holds them (`pip install -e '.[test]'`). CI's only network is the package registry, and a
 download of pytest and its dependencies would make this test slow and flaky; linking keeps it to
 a few seconds and still proves the point, since the new environment holds nothing else (no httpx,
-no httpx2, no pytest before the extra): an import of anything undeclared fails here.
+no pytest before the extra; httpx2 only as genai-prices' own dependency, its price updater's
+client, which the harness never starts): an import of anything undeclared fails here.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -134,16 +136,13 @@ def declared(wheel_dist: metadata.Distribution, extra: str) -> list[Requirement]
     return found
 
 
-CAPTURE_WITHOUT_HTTP = """
+CAPTURE_IN_THE_BARE_INSTALL = """
 import importlib.util, harness, harness.capture
 from harness.capture import CaptureSession
-from harness._shared._errors import HarnessError
 print(harness.__file__)
 print([n for n in ("httpx", "httpx2", "pytest") if importlib.util.find_spec(n) is not None])
-try:
-    CaptureSession().intercept().__enter__()
-except HarnessError as error:
-    print(error)
+with CaptureSession().intercept():
+    print("captures")
 """
 
 
@@ -183,12 +182,28 @@ def test_from_the_wheel_demo_init_and_pytest_work_in_a_fresh_environment(
     assert check.stderr.count("\n") == 1 and "fixtures: does not exist" in check.stderr
     assert not any(name in check.stdout for name in SHIPPED)
 
-    # harness.capture imports without httpx or httpx2; using it is one line naming the extra.
-    where, present, message = env.run_python(CAPTURE_WITHOUT_HTTP, empty).splitlines()
+    # The bare install prices from genai-prices, which brings httpx2 (its updater's client, never
+    # started): capture works there without the extra. (Without either client, capture is one
+    # line naming the extra: tests/capture/test_capture_libraries.py.)
+    where, present, said = env.run_python(CAPTURE_IN_THE_BARE_INSTALL, empty).splitlines()
     assert where.startswith(str(env.site / "harness")), "the wheel's copy, not this checkout"
-    assert present == "[]"
-    assert message.startswith("capture needs httpx2 or httpx, and neither is installed: ")
-    assert install_command("capture") in message
+    assert present == "['httpx2']"
+    assert said == "captures"
+    assert "genai-prices" in base and "pydantic" in base
+
+    # harness cost prices from the bundled registry in the bare install
+    costs = tmp_path / "costs"
+    costs.mkdir()
+    body = {
+        "model": "claude-sonnet-5",
+        "max_tokens": 8,
+        "messages": [{"role": "user", "content": "hi"}],
+    }
+    line = {"url": "https://api.anthropic.com/v1/messages", "body": body}
+    (costs / "s.jsonl").write_text(json.dumps(line) + "\n", encoding="utf-8")
+    priced = env.run([str(env.bin / "harness"), "cost", "s.jsonl", "--format", "json"], costs)
+    assert priced.returncode == 0, priced.stdout + priced.stderr
+    assert json.loads(priced.stdout)["prices"][0]["sources"][0]["source"] == "genai-prices"
 
     # harness init in a new project, before pytest is installed: it says what to install.
     project = tmp_path / "acme"
@@ -206,7 +221,7 @@ def test_from_the_wheel_demo_init_and_pytest_work_in_a_fresh_environment(
     # The pytest extra, then pytest in the project: the generated proof passes as generated.
     added = env.link(declared(wheel_dist, "pytest"), {"pytest"})
     assert {"pytest", "pytest-randomly", "syrupy"} <= set(added)
-    assert "httpx" not in env.linked and "httpx2" not in env.linked
+    assert "httpx" not in env.linked
     tests = env.run([str(env.python), "-m", "pytest", "-p", "no:cacheprovider"], project)
     assert tests.returncode == 0, tests.stdout + tests.stderr
     assert "1 passed" in tests.stdout

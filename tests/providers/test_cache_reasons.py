@@ -7,6 +7,7 @@ keeps its tools and system caches when only `tool_choice` or `thinking` changes.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -67,7 +68,6 @@ def responses(**extra: Any) -> dict[str, Any]:
             chat(prompt_cache_key="agent-2"),
             "prompt_cache_key_changed",
         ),
-        (chat(tool_choice="auto"), chat(tool_choice="required"), "tool_choice_changed"),
         (
             chat(parallel_tool_calls=True),
             chat(parallel_tool_calls=False),
@@ -75,7 +75,7 @@ def responses(**extra: Any) -> dict[str, Any]:
         ),
         (chat(), chat(model="gpt-other"), "model_changed"),
     ],
-    ids=["effort", "tier", "cache-key", "tool-choice", "parallel", "model"],
+    ids=["effort", "tier", "cache-key", "parallel", "model"],
 )
 def test_openai_chat_settings_are_named(
     before: dict[str, Any], after: dict[str, Any], verdict: str
@@ -84,6 +84,17 @@ def test_openai_chat_settings_are_named(
     assert (report.block, report.verdict) == ("settings", verdict)
     assert report.prefix_bytes_kept == 0  # OpenAI caches the exact prefix: all of it is lost
     assert report.summary.startswith(f"{verdict}: settings changed (")
+
+
+def test_an_openai_tool_choice_change_keeps_the_prefix() -> None:
+    # the guide: "Disable tool use for a request. Set tool_choice to "none" instead of removing
+    # the tool definitions": it is how to change tool use without touching the cached prefix
+    report = compare(
+        view(chat(tool_choice="auto"), CHAT_URL), view(chat(tool_choice="none"), CHAT_URL)
+    )
+    assert report.identical
+    moved = compare(view(chat(), CHAT_URL), view(chat(parallel_tool_calls=False), CHAT_URL))
+    assert moved.verdict == "parallel_tool_calls_changed"  # its near miss
 
 
 def test_responses_uses_its_own_diagnostics_words() -> None:
@@ -117,11 +128,17 @@ def test_anthropic_tool_choice_and_thinking_keep_the_tools_and_system_caches() -
         assert "the tools, system cache stays" in report.summary
 
 
-def test_anthropic_model_speed_and_beta_headers_lose_everything() -> None:
+def test_anthropic_speed_keeps_the_tools_cache_and_loses_system_and_messages() -> None:
+    report = compare(view(anthropic(), ANTHROPIC_URL), view(anthropic(speed="fast"), ANTHROPIC_URL))
+    assert report.verdict == "model_changed"  # the diagnostics' word for the model or speed
+    assert report.invalidated == ("system", "messages")
+    assert report.prefix_bytes_kept >= len(json.dumps(TOOLS, separators=(",", ":")))
+
+
+def test_anthropic_model_and_beta_headers_lose_everything() -> None:
     base = view(anthropic(), ANTHROPIC_URL)
     for other, verdict in (
         (view(anthropic(model="claude-other"), ANTHROPIC_URL), "model_changed"),
-        (view(anthropic(speed="fast"), ANTHROPIC_URL), "model_changed"),
         (
             view(anthropic(), ANTHROPIC_URL, {"anthropic-beta": "context-1m"}),
             "beta_headers_changed",

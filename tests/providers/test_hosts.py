@@ -12,10 +12,10 @@ import datetime
 import pytest
 
 from harness._shared._errors import UsageError
+from harness.cache._analysis import LintRequest, analyse
 from harness.capture import CaptureConfig
 from harness.providers import detect_provider, provider_hosts, recognised_host, split_request
 from harness.providers._hosts import host_rows, local_hosts
-from harness.rules._analysis import LintRequest, analyse
 
 CHAT = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
 

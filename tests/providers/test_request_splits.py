@@ -25,7 +25,7 @@ def test_anthropic_body_splits_into_tools_system_messages_with_cache_keying_sett
         "system": SYSTEM,
         "temperature": 0.2,
         "thinking": {"type": "enabled", "budget_tokens": 2048},
-        "tool_choice": {"type": "auto"},
+        "tool_choice": {"type": "any"},
         "tools": TOOLS,
     }
     split = split_request(body, url=ANTHROPIC_URL, headers={"anthropic-beta": "b-2, b-1"})
@@ -36,7 +36,7 @@ def test_anthropic_body_splits_into_tools_system_messages_with_cache_keying_sett
         "anthropic-beta": ["b-2", "b-1"],
         "model": "claude-test",
         "thinking": {"type": "enabled", "budget_tokens": 2048},
-        "tool_choice": {"type": "auto"},
+        "tool_choice": {"type": "any"},
     }
     assert split.rule == "automatic"  # no cache_control: tools and system are the prefix
     assert list(split.prefix.blocks) == ["tools", "system"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support.conversations import PRICES_CHECKED, REGISTRY
 from tests.support.inner import inner_pytest
 
 AGENT = """
@@ -92,7 +93,10 @@ def test_the_budget_passes_and_fails_with_the_breakdown(pytester: pytest.Pyteste
     assert "harness: the cache budget failed (1 problem(s)):" in out
     assert "anthropic api.anthropic.com/v1/messages (2 request(s)) costs $0.0" in out
     assert ", over the budget of $0.0010: 2 request(s): $0.0" in out
-    assert "at claude-sonnet-4-5 list price, prices checked 2026-12-04; hit rate 4" in out
+    assert (
+        f"at claude-sonnet-4-5 list price, prices checked {PRICES_CHECKED} ({REGISTRY}); hit rate 4"
+        in out
+    )
     # the same conversation under Haiku 4.5's 4,096-token minimum caches nothing
     assert "hits the cache for 0% of its input, under the budget's 30%" in out
     assert "at claude-haiku-4-5 list price" in out
@@ -178,7 +182,7 @@ def test_the_drift_summary_and_step_summary_carry_the_cost_delta(
     out = result.stdout.str()
     assert "    cost: $0.0" in out
     assert (
-        "per conversation at claude-sonnet-4-5 list price, prices checked 2026-12-04;"
+        f"per conversation at claude-sonnet-4-5 list price, prices checked {PRICES_CHECKED};"
         " cause tools_changed at /tools/0" in out
     )
     assert "; priced over the first 2 request(s), where the replay stopped" in out

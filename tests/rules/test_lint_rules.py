@@ -160,12 +160,13 @@ def test_a_large_anthropic_prefix_with_no_marker_caches_nothing(
         assert lint(tmp_path, capsys, line(near_miss, ANTHROPIC_URL)) == (0, [])
 
 
-def test_a_large_bedrock_prefix_with_no_cache_point(
+def test_a_large_claude_prefix_on_bedrock_with_no_cache_point_is_cached_implicitly(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, found = lint(tmp_path, capsys, line(converse(1100, points=0), BEDROCK_URL))
-    assert code == 0 and rules(found) == [("no-breakpoint", "warning", 0)]
-    assert "cachePoint" in found[0]["message"]
+    # AWS documents automatic caching for Claude on Bedrock: no cache point is no finding
+    # (Anthropic's own API, which caches only what a marker asks for, is the near miss:
+    # test_a_large_anthropic_prefix_with_no_marker_caches_nothing)
+    assert lint(tmp_path, capsys, line(converse(1100, points=0), BEDROCK_URL)) == (0, [])
 
 
 def test_openai_explicit_mode_with_no_breakpoint(
@@ -208,16 +209,18 @@ def grown(blocks: int) -> tuple[dict[str, Any], dict[str, Any]]:
     return first, second
 
 
-def test_a_breakpoint_21_blocks_after_the_previous_write_is_out_of_reach(
+def test_a_breakpoint_20_blocks_after_the_previous_write_is_out_of_reach(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    first, second = grown(21)
-    assert len(second["messages"][0]["content"]) == 22  # the old block and 21 new ones
+    # "The system checks at most 20 positions per breakpoint, counting the breakpoint itself as
+    # the first": the entry 20 blocks back is one position outside, 19 back is the window's last
+    first, second = grown(20)
+    assert len(second["messages"][0]["content"]) == 21  # the old block and 20 new ones
     code, found = lint(tmp_path, capsys, line(first, ANTHROPIC_URL), line(second, ANTHROPIC_URL))
     assert code == 0 and rules(found) == [("lookback-exceeded", "warning", 1)]
-    assert "21 blocks after the cache entry request 0 wrote" in found[0]["message"]
+    assert "20 blocks after the cache entry request 0 wrote" in found[0]["message"]
     assert "looks back at most 20 blocks" in found[0]["message"]
-    at_the_edge = grown(20)
+    at_the_edge = grown(19)
     assert lint(tmp_path, capsys, *(line(b, ANTHROPIC_URL) for b in at_the_edge)) == (0, [])
 
 

@@ -23,13 +23,18 @@ def test_the_rules_have_exactly_the_names_users_write() -> None:
     assert rule_names() == RULE_NAMES
 
 
-def test_every_row_names_its_source_and_the_day_it_was_checked() -> None:
+def test_every_row_quotes_its_page_or_says_why_it_is_an_assumption() -> None:
     rows = rules_pack().rows
     assert len(rows) > 100
     for row in rows:
-        assert row.source.startswith(("https://", "docs/", "SPEC.md", "openai-python")), row
+        if row.source == "assumption":
+            assert row.note.strip(), row
+        else:
+            assert row.source.startswith("https://") and row.quote.strip(), row
         assert datetime.date(2026, 1, 1) <= row.checked_on <= datetime.date.today(), row
         assert all(conflict.claim and conflict.source for conflict in row.conflicts), row
+    quoted = [row for row in rows if row.source != "assumption"]
+    assert len(quoted) > 80
 
 
 def test_the_pack_files_are_the_shipped_files_and_hold_only_rows() -> None:
@@ -89,18 +94,20 @@ def test_bookkeeping_is_a_row_not_a_constant() -> None:
 def test_harness_rules_prints_the_rules_and_the_pack(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["rules"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("harness rules: 12 rules; the pack holds ")
+    assert out.startswith(f"harness rules: {len(RULE_NAMES)} rules; the pack holds ")
     assert "too-many-breakpoints (error;" in out
     assert (
-        "anthropic, bedrock: minimum 4,096 tokens for *claude-opus-4-6*, *claude-opus-4-5*" in out
+        "anthropic, bedrock: minimum 4,096 tokens for *claude-opus-4-6, *claude-opus-4-6-20??????*"
+        in out
     )
     assert "  conflicts: caching observed only from about 2,048 tokens" in out
+    assert '  quote: "4,096 tokens for Claude Opus 4.6 and Claude Opus 4.5"' in out
     assert main(["rules", "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert [rule["name"] for rule in data["rules"]] == RULE_NAMES
     assert {"name", "severity", "providers", "meaning", "fix"} == set(data["rules"][0])
     assert all(
-        {"rule", "providers", "source", "checked_on", "conflicts"} <= set(row)
+        {"rule", "providers", "source", "checked_on", "quote", "conflicts"} <= set(row)
         for row in data["pack"]
     )
 

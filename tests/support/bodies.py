@@ -1,6 +1,6 @@
 """Request bodies as the providers document them, sized in the rules' own token estimate.
 
-The rules estimate a prefix's tokens as its blocks' JSON bytes / 4 (`harness.rules._tokens`), so
+The rules estimate a prefix's tokens as its blocks' JSON bytes / 4 (`harness.cache._tokens`), so
 `text_block(tokens)` makes a content block whose JSON is exactly `tokens` * 4 bytes: a prefix
 of it is exactly `tokens` tokens to the rules, and a test can stand one token either side of a
 minimum.
@@ -22,6 +22,8 @@ RULE_NAMES = [
     "below-minimum",
     "no-breakpoint",
     "ttl-order",
+    "misplaced-breakpoint",
+    "ttl-unsupported",
     "lookback-exceeded",
     "volatile-in-prefix",
     "vertex-key-order",

@@ -4,11 +4,17 @@ with their recorded times and the provider's answers (usage counters, a miss rea
 from __future__ import annotations
 
 import json
+from importlib import metadata
 from typing import Any
 
 from tests.support.bodies import ANTHROPIC_URL, MARK, sized, text_block
 
-__all__ = ["COST_KEYS", "answer", "conversation", "entry"]
+__all__ = ["COST_KEYS", "PRICES_CHECKED", "REGISTRY", "answer", "conversation", "entry"]
+
+# The day genai-prices' rows were last compared with the providers' pages (the `checked_on` of
+# harness/providers/prices/genai-prices.json), and how the output names the registry.
+PRICES_CHECKED = "2026-12-05"
+REGISTRY = f"genai-prices {metadata.version('genai-prices')}"
 
 # The keys of one conversation in `harness cost --format json`, exactly as issue 21 names them.
 COST_KEYS = {

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Callable
 from typing import Any, Final
 
 from harness._shared._views import CacheView, common_prefix, encode_json
@@ -98,13 +99,20 @@ def opaque_cut(prefix: CacheView, view: CacheView) -> CacheView:
 
 
 def cut_like(
-    prefix: CacheView, view: CacheView, *, cut_content: bool, grows: bool = True
+    prefix: CacheView,
+    view: CacheView,
+    *,
+    cut_content: bool,
+    grows: bool = True,
+    text: bool = True,
 ) -> CacheView:
     """`view` cut to the shape of `prefix`: its blocks, and when the last one `grows` (the
     conversation, or the block a breakpoint cut the prefix in) and is a list, that list no longer
     than prefix's. A string is never cut: a system prompt that gained text is not the earlier one
     followed by more turns (defect 3, issue 24); a growing message's text is judged inside the
-    conversation list (`_grown_text`)."""
+    conversation list (`_grown_text`), and only where the provider caches an exact prefix of the
+    prompt (`text`): a provider that keys its cache by content block (Anthropic, Bedrock) loses
+    the entry of a block whose text grew, so there it is a change like any other."""
     blocks: dict[str, Any] = {}
     names = list(prefix.blocks)
     order = list(view.blocks)
@@ -122,7 +130,7 @@ def cut_like(
             value = value[: len(shape)]
             if cut_content and value and shape:
                 value = [*value[:-1], _cut_message(value[-1], shape[-1])]
-            if value and shape and len(value) == len(shape):
+            if text and value and shape and len(value) == len(shape):
                 grown = _grown_text(value[-1], shape[-1], inserted=len(shape) == 1)
                 value = [*value[:-1], grown]
         blocks[name] = value
@@ -178,12 +186,23 @@ def _cut_message(message: Any, shape: Any) -> Any:
     return message
 
 
-def strip_pair(a: CacheView, b: CacheView, markers: tuple[str, ...]) -> tuple[CacheView, CacheView]:
-    """Both views without cache markers, except a TTL that differs where both mark a place."""
-    if not markers:
+Shorthand = Callable[[Any], Any]
+
+
+def strip_pair(
+    a: CacheView,
+    b: CacheView,
+    markers: tuple[str, ...],
+    shorthand: Shorthand | None = None,
+) -> tuple[CacheView, CacheView]:
+    """Both views without cache markers, except a TTL that differs where both mark a place. With
+    `shorthand` (the provider's: `Provider.shorthand`), a value in the API's shorthand on one
+    side whose long form is what the other side sends (Anthropic's `"content": "hi"` and
+    `[{"type": "text", "text": "hi"}]`) is taken in its long form on both: one prefix."""
+    if not markers and shorthand is None:
         return a, b
     pairs = {
-        name: _pair(a.blocks.get(name, _NONE), b.blocks.get(name, _NONE), markers)
+        name: _pair(a.blocks.get(name, _NONE), b.blocks.get(name, _NONE), markers, shorthand)
         for name in [*a.blocks, *(n for n in b.blocks if n not in a.blocks)]
     }
     # each view keeps its own block order (its cache order): a block only `b` has stays where
@@ -199,7 +218,11 @@ def strip_pair(a: CacheView, b: CacheView, markers: tuple[str, ...]) -> tuple[Ca
 _NONE: Final = object()
 
 
-def _pair(a: Any, b: Any, markers: tuple[str, ...]) -> tuple[Any, Any]:
+def _pair(
+    a: Any, b: Any, markers: tuple[str, ...], shorthand: Shorthand | None = None
+) -> tuple[Any, Any]:
+    if shorthand is not None:
+        a, b = _long_forms(a, b, markers, shorthand)
     if isinstance(a, dict) and isinstance(b, dict):
         # Each side keeps its own key order: the provider caches the bytes as sent, so two
         # objects whose keys come in another order are another prefix (defect 2, issue 24:
@@ -211,7 +234,7 @@ def _pair(a: Any, b: Any, markers: tuple[str, ...]) -> tuple[Any, Any]:
                 if key in a and key in b and ttl_a != ttl_b:
                     paired[key] = ({"ttl": ttl_a}, {"ttl": ttl_b})
                 continue
-            paired[key] = _pair(a.get(key, _NONE), b.get(key, _NONE), markers)
+            paired[key] = _pair(a.get(key, _NONE), b.get(key, _NONE), markers, shorthand)
         out_a = {key: paired[key][0] for key in a if key in paired}
         out_b = {key: paired[key][1] for key in b if key in paired}
         return out_a, out_b
@@ -219,14 +242,61 @@ def _pair(a: Any, b: Any, markers: tuple[str, ...]) -> tuple[Any, Any]:
         items_a = [item for item in a if not _only_marker(item, markers)]
         items_b = [item for item in b if not _only_marker(item, markers)]
         pairs = [
-            _pair(x, y, markers)
+            _pair(x, y, markers, shorthand)
             for x, y in itertools.zip_longest(items_a, items_b, fillvalue=_NONE)
         ]
-        return (
-            [x for x, _ in pairs[: len(items_a)]],
-            [y for _, y in pairs[: len(items_b)]],
-        )
+        listed_a = [x for x, _ in pairs[: len(items_a)]]
+        listed_b = [y for _, y in pairs[: len(items_b)]]
+        return _ttl_points(a, b, markers, listed_a, listed_b)
     return strip(a, markers), strip(b, markers)
+
+
+def _points(items: list[Any], markers: tuple[str, ...]) -> dict[int, tuple[str, str]]:
+    """The marker-only items of a list (Bedrock's cache points), by how many other items come
+    before them: (marker key, TTL)."""
+    found: dict[int, tuple[str, str]] = {}
+    seen = 0
+    for item in items:
+        if _only_marker(item, markers):
+            key = next(iter(item))
+            found[seen] = (key, _ttl(item[key]))
+        else:
+            seen += 1
+    return found
+
+
+def _ttl_points(
+    a: list[Any], b: list[Any], markers: tuple[str, ...], out_a: list[Any], out_b: list[Any]
+) -> tuple[list[Any], list[Any]]:
+    """A cache point of its own (Bedrock's `cachePoint` block) at the same place in both lists
+    with another time to live is another entry: it stays on both sides as `{key: {"ttl": ...}}`
+    (as a marker key's TTL does), every other cache point set aside."""
+    points_a, points_b = _points(a, markers), _points(b, markers)
+    differ = sorted(
+        at
+        for at in points_a.keys() & points_b.keys()
+        if points_a[at][1] != points_b[at][1] and points_a[at][0] == points_b[at][0]
+    )
+    for at in reversed(differ):
+        key = points_a[at][0]
+        out_a.insert(at, {key: {"ttl": points_a[at][1]}})
+        out_b.insert(at, {key: {"ttl": points_b[at][1]}})
+    return out_a, out_b
+
+
+def _long_forms(a: Any, b: Any, markers: tuple[str, ...], shorthand: Shorthand) -> tuple[Any, Any]:
+    """`a` and `b`, a shorthand on one side replaced by its long form when that is what the
+    other side holds (markers aside); otherwise as they are, so a real change is reported in
+    the form it was sent."""
+    if isinstance(a, str) and isinstance(b, list):
+        long = shorthand(a)
+        if long is not None and strip(long, markers) == strip(b, markers):
+            return long, b
+    elif isinstance(b, str) and isinstance(a, list):
+        long = shorthand(b)
+        if long is not None and strip(long, markers) == strip(a, markers):
+            return a, long
+    return a, b
 
 
 def strip(value: Any, markers: tuple[str, ...]) -> Any:

@@ -6,7 +6,7 @@ When a recorded response says how many input tokens the whole request held (the 
 counters), the request's own ratio of tokens to bytes is used instead, if it is plausible (1.5 to
 12 bytes a token): a stand-in upstream's made-up usage (`"input_tokens": 10` for a 20 KB request)
 must not make a prefix look uncacheable. Without usage, a token counter (a tokenizer where one
-is installed, or the project's: `harness.rules._counters`) gives the request's ratio. Either way
+is installed, or the project's: `harness.cache._counters`) gives the request's ratio. Either way
 a count is an estimate, and a message says which (`Estimate.how`): "~1,234 tokens (bytes / 4)".
 """
 
@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final, NamedTuple
 
+from harness.cache._counters import Counted
 from harness.drift._wording import BYTES_PER_TOKEN
-from harness.rules._counters import Counted
 
 __all__ = ["PLAUSIBLE", "Estimate", "estimate"]
 
@@ -40,7 +40,7 @@ def estimate(
 ) -> Estimate:
     """The tokens of a prefix of `size` bytes, in a request of `total_size` bytes that the
     provider counted as `total_tokens` input tokens (when a response said so), or that a token
-    counter (`harness.rules._counters`) counts (`counted`, asked only when the usage does not
+    counter (`harness.cache._counters`) counts (`counted`, asked only when the usage does not
     answer: a tokenizer reads the whole request)."""
     if (
         total_tokens

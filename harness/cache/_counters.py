@@ -1,6 +1,6 @@
 """Token counters: a tokenizer where one is installed, and a project's own (decision 0021).
 
-A counter turns a request's prompt text into a token count; the estimate (`harness.rules._tokens`)
+A counter turns a request's prompt text into a token count; the estimate (`harness.cache._tokens`)
 then scales each prefix by the request's counted tokens-to-bytes ratio. Order of belief: the
 provider's recorded usage, then the first counter that answers, then bytes / 4.
 

@@ -7,7 +7,7 @@ limit, the TTLs. The result, an `Analysis`, is what every rule reads and what `h
 `harness diff` say of a request ("caches ~5,210 tokens up to /messages/3/content/0 (5m)",
 "nothing is cached: 116 tokens, minimum 4,096 for claude-opus-4-6").
 
-Tokens are estimated (`harness.rules._tokens`): bytes / 4, or scaled by the response's usage
+Tokens are estimated (`harness.cache._tokens`): bytes / 4, or scaled by the response's usage
 when it counted the request's input tokens. When the response says the provider read from or
 wrote to its cache, that is taken as the answer: the rules do not contradict the provider.
 """
@@ -24,6 +24,9 @@ from urllib.parse import unquote, urlsplit
 import msgspec
 
 from harness._shared._views import RequestSplit
+from harness.cache._counters import Counted, count_tokens, counting
+from harness.cache._layout import Layout, Mark, layout
+from harness.cache._tokens import Estimate, estimate
 from harness.providers import CacheUsage, cache_usage, split_request
 from harness.providers._anthropic import ANTHROPIC, surface_of
 from harness.providers._pack import (
@@ -35,11 +38,9 @@ from harness.providers._pack import (
     Ttl,
     rules_pack,
 )
-from harness.rules._counters import Counted, count_tokens, counting
-from harness.rules._layout import Layout, Mark, layout
-from harness.rules._tokens import Estimate, estimate
+from harness.providers._registry import provider_named, vocabulary_of
 
-__all__ = ["Analysis", "LintRequest", "Write", "analyse", "model_of"]
+__all__ = ["Analysis", "LintRequest", "Write", "analyse", "model_of", "scope_of"]
 
 _URL_MODEL: Final = re.compile(r"/models?/(?P<model>[^/:]+)(?::|/invoke)")
 
@@ -72,7 +73,8 @@ class LintRequest:
         return self.index + 1
 
     def continues_stored(self) -> bool:
-        return "previous_response_id" in self.body or "conversation" in self.body
+        """Whether the provider's server holds its earlier turns (`RequestSplit.held`)."""
+        return self.split is not None and bool(self.split.held)
 
 
 class Write(NamedTuple):
@@ -128,9 +130,12 @@ class Analysis:
     @property
     def held_elsewhere(self) -> str:
         """What of the prompt the request does not carry: a conversation stored on the server
-        (OpenAI's `previous_response_id`, `conversation`) or Gemini's explicit `cachedContent`;
+        (OpenAI's `previous_response_id`, `conversation`; Anthropic's message thread) or Gemini's
+        explicit `cachedContent`;
         "" when it carries all of it. Its size, and so whether it caches, is not in the request."""
-        if self.request.continues_stored():
+        if self.split.held == "prefix":
+            return "a message thread the server holds"
+        if self.split.held:
             return "a conversation stored on the server"
         if "cachedContent" in self.request.body:
             return "an explicit cachedContent"
@@ -191,10 +196,82 @@ class Analysis:
         return self.layout.markers + extra
 
     @property
-    def refused(self) -> bool:
-        """The API refuses the request: more markers than its limit."""
+    def over_limit(self) -> bool:
+        """More markers than the API takes, where it refuses such a request."""
         limit = self.limit
         return limit is not None and limit.over_limit == "refused" and self.counted > limit.limit
+
+    @cached_property
+    def misplaced(self) -> list[tuple[str, str]]:
+        """The markers the API refuses where they stand (the provider's `misplaced`), as (JSON
+        pointer, why)."""
+        found = provider_named(self.provider)
+        return found.misplaced(self.request.body) if found is not None else []
+
+    @cached_property
+    def bad_ttls(self) -> list[tuple[Mark, str]]:
+        """The breakpoints whose time to live the API refuses for this model: a value it does
+        not take at all, or one this model lacks (the `ttl` row in force names the values)."""
+        row = self.ttl
+        if row is None:
+            return []
+        return [
+            (mark, ", ".join(row.values))
+            for mark in self.marks
+            if mark.ttl is not None and mark.ttl not in row.values
+        ]
+
+    @cached_property
+    def ttl_clash(self) -> tuple[Mark, str, str] | None:
+        """The top-level automatic marker asking for another time to live than the last
+        block's own marker: "If the last block has an explicit cache_control with a different
+        TTL, the API returns a 400 error" (Anthropic's prompt-caching page, edge cases): that
+        mark, its TTL and the automatic one's."""
+        marks = self.marks
+        if len(marks) < 2 or not marks[-1].automatic:
+            return None
+        automatic, last = marks[-1], marks[-2]
+        if last.after != automatic.after:
+            return None
+        default = self.ttl.default if self.ttl is not None else ""
+        own, asked = last.ttl or default, automatic.ttl or default
+        return (last, own, asked) if own != asked else None
+
+    @cached_property
+    def ttl_out_of_order(self) -> tuple[Mark, str, str] | None:
+        """The first breakpoint whose time to live is longer than an earlier one's where the
+        provider wants longer TTLs first: (that mark, the shorter TTL, where it stands)."""
+        row = self.ttl
+        if row is None or row.order != "longer-first":
+            return None
+        rank = {value: place for place, value in enumerate(row.values)}  # 0: the longest
+        shortest: tuple[int, str, str] | None = None  # the shortest TTL seen so far
+        for mark in self.marks:
+            ttl = mark.ttl or row.default
+            if ttl not in rank:
+                continue
+            if shortest is not None and rank[ttl] < shortest[0]:
+                return mark, shortest[1], shortest[2]
+            if shortest is None or rank[ttl] > shortest[0]:
+                shortest = (rank[ttl], ttl, mark.pointer)
+        return None
+
+    @property
+    def refused(self) -> bool:
+        """The API refuses the request: more markers than its limit, a marker where it may not
+        stand, a time to live it does not take, or TTLs out of the order it requires."""
+        out_of_order = (
+            self.ttl_out_of_order is not None
+            and self.ttl is not None
+            and self.ttl.out_of_order == "refused"
+        )
+        return (
+            self.over_limit
+            or bool(self.misplaced)
+            or bool(self.bad_ttls)
+            or out_of_order
+            or self.ttl_clash is not None
+        )
 
     def tokens(self, boundary: int) -> Estimate:
         total = None
@@ -221,6 +298,16 @@ class Analysis:
         """The response says the provider read from or wrote to its cache."""
         return self.usage is not None and (self.usage.read_tokens + self.usage.written_tokens) > 0
 
+    @property
+    def implicit(self) -> bool:
+        """Whether the provider caches this request implicitly as well (automatic caching, not
+        OpenAI's explicit mode; where the provider runs it only for a request that marks nothing,
+        a request without markers)."""
+        caching = self.caching
+        if caching is None or caching.mode != "automatic" or self.mode == "explicit":
+            return False
+        return caching.implicit_when_marked or not self.marks
+
     @cached_property
     def writes(self) -> list[Write]:
         """The breakpoints the provider is asked to write, each with whether it is written."""
@@ -235,7 +322,7 @@ class Analysis:
         if mode == "automatic":
             limit = self.limit.limit if self.limit is not None else len(marks)
             marks = marks[-limit:] if limit else []
-            if self.mode != "explicit" and not any(mark.after == ends for mark in marks):
+            if self.implicit and not any(mark.after == ends for mark in marks):
                 marks = [*marks, Mark(ends, None, "(the implicit breakpoint)")]
         elif mode in ("implicit", "units"):
             marks = [Mark(ends, None, "(the whole request)")]
@@ -264,10 +351,19 @@ class Analysis:
                 f"no provider caching: {self.provider} documents none (the prefix chain still"
                 " judges its stability byte for byte)"
             )
-        if self.refused and self.limit is not None:
+        if self.over_limit and self.limit is not None:
             return (
                 f"the API refuses this request: {self.counted} breakpoints, at most"
                 f" {self.limit.limit} ({self.limit.counts})"
+            )
+        if self.misplaced:
+            pointer, why = self.misplaced[0]
+            return f"the API refuses this request: {why} at {pointer}"
+        if self.bad_ttls:
+            mark, values = self.bad_ttls[0]
+            return (
+                f"the API refuses this request: a {mark.ttl} time to live at {mark.pointer}"
+                f" ({self.model or 'this model'} takes {values})"
             )
         if self.held_elsewhere:
             return f"reads {self.held_elsewhere}: what it caches is not in the request"
@@ -305,22 +401,33 @@ class Analysis:
         )
 
 
+def scope_of(request: LintRequest) -> tuple[str | None, str]:
+    """The model a request names and the surface it goes to (`claude-api`, `vertex`,
+    `bedrock` for Claude's Messages; "" otherwise): what picks the rows in force for it."""
+    split = request.split
+    if split is None:
+        return None, ""
+    surface = surface_of(request.body, request.url) if split.provider == ANTHROPIC else ""
+    return model_of(split, request.url), surface
+
+
 def analyse(request: LintRequest, pack: Pack | None = None) -> Analysis | None:
     """`request` under the rules in force; None when no provider recognises it."""
     split = request.split
     if split is None:
         return None
     pack = pack or rules_pack()
-    surface = surface_of(request.body, request.url) if split.provider == ANTHROPIC else ""
-    caching = pack.first(Caching, split.provider, None, surface)
+    model, surface = scope_of(request)
+    caching = pack.first(Caching, split.provider, model, surface)
     markers = (caching.marker,) if caching is not None and caching.marker else split.markers
+    words = vocabulary_of(split.provider, model, surface)
     return Analysis(
         request=request,
         split=split,
         pack=pack,
-        model=model_of(split, request.url),
+        model=model,
         surface=surface,
-        layout=layout(split, markers),
+        layout=layout(split, markers, words),
         caching=caching,
         usage=_usage(split.provider, request.response),
     )

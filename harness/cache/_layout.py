@@ -20,12 +20,13 @@ at the conversation's first unit.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, NamedTuple
 
-from harness._shared._reasons import vocabulary_for
+from harness._shared._reasons import GENERIC, Vocabulary, vocabulary_for
 from harness._shared._views import RequestSplit, encode_json
+from harness.providers._registry import provider_named
 
 __all__ = ["Layout", "Mark", "Unit", "layout", "marker_count"]
 
@@ -57,24 +58,31 @@ class Mark(NamedTuple):
 
 @dataclass
 class Layout:
-    """A request's units and marks, and the digests of its prefixes."""
+    """A request's units and marks, and the digests and sizes of its prefixes."""
 
     units: list[Unit]
     marks: list[Mark]
     settings: bytes
     markers: int = 0  # every marker in the blocks, nested ones included (what a limit counts)
-    late: bytes = b""  # settings that key only the conversation (Anthropic's tool_choice)
+    # settings that key the cache from a later level on (Anthropic's tool_choice: the messages;
+    # speed: the system), by the rank of that level (`rank`): folded in before its first unit
+    late: tuple[tuple[int, bytes], ...] = ()
     _digests: list[bytes] = field(default_factory=list)
+    _sizes: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         running = hashlib.sha256(self.settings).digest()
         self._digests = [running]
-        late = self.late
+        self._sizes = [0]
+        pending = sorted(self.late)
+        total = 0
         for unit in self.units:
-            if unit.conversation and late:
-                running, late = hashlib.sha256(running + late).digest(), b""
+            while pending and rank(unit.block) >= pending[0][0]:
+                running = hashlib.sha256(running + pending.pop(0)[1]).digest()
             running = hashlib.sha256(running + unit.text).digest()
+            total += unit.size
             self._digests.append(running)
+            self._sizes.append(total)
 
     def digest(self, boundary: int) -> bytes:
         """The digest of the settings and the first `boundary` units."""
@@ -82,11 +90,11 @@ class Layout:
 
     def size(self, boundary: int) -> int:
         """The bytes of the first `boundary` units (what a prefix's tokens are estimated from)."""
-        return sum(unit.size for unit in self.units[:boundary])
+        return self._sizes[min(max(boundary, 0), len(self.units))]
 
     @property
     def total(self) -> int:
-        return self.size(len(self.units))
+        return self._sizes[-1]
 
     def pointer(self, boundary: int) -> str:
         """Where the prefix of `boundary` units ends: its last unit's pointer."""
@@ -102,16 +110,23 @@ class Layout:
 CONVERSATION: Final = frozenset({"messages", "input", "contents"})
 
 
-def layout(split: RequestSplit, markers: Sequence[str] = ()) -> Layout:
+def layout(
+    split: RequestSplit, markers: Sequence[str] = (), vocabulary: Vocabulary | None = None
+) -> Layout:
     """The units and marks of a request's view; `markers` are the keys that mark a breakpoint
-    (default: the split's own)."""
+    (default: the split's own). A value in the API's documented shorthand is counted in its
+    long form (Anthropic: a string `content` or `system` is one text block), so both forms have
+    the same digests. `vocabulary` (the provider's words for the request's model) says from
+    which level each setting keys the cache."""
     keys = tuple(markers or split.markers)
     units: list[Unit] = []
     marks: list[Mark] = []
     count = 0
+    provider = provider_named(split.provider)
+    longhand = provider.shorthand if provider is not None else _no_shorthand
     for name, value in split.view.blocks.items():
         conversation = name in CONVERSATION
-        for pointer, item, holder in _items(name, value):
+        for pointer, item, holder in _items(name, value, longhand):
             if _only_marker(item, keys):  # a cache point block of its own: marks what precedes
                 count += 1
                 marks.append(Mark(len(units), _ttl(item, keys), pointer))
@@ -124,24 +139,52 @@ def layout(split: RequestSplit, markers: Sequence[str] = ()) -> Layout:
             units.append(Unit(pointer, name, len(text), conversation, digest))
             if found:
                 marks.append(Mark(len(units), found[-1], pointer))
-    vocabulary = vocabulary_for(split.provider)
+    vocabulary = vocabulary or vocabulary_for(split.provider)
     settings = split.view.settings
-    late = {k: v for k, v in settings.items() if vocabulary.setting(k).level in CONVERSATION}
-    early = {k: v for k, v in settings.items() if k not in late}
-    return Layout(units, marks, encode_json(early), count, late=encode_json(late) if late else b"")
+    by_rank: dict[int, dict[str, Any]] = {}
+    early: dict[str, Any] = {}
+    for key, value in settings.items():
+        level = vocabulary.setting(key).level
+        if level is None or rank(level) == 0:
+            early[key] = value
+        else:
+            by_rank.setdefault(rank(level), {})[key] = value
+    late = tuple((at, encode_json(found)) for at, found in sorted(by_rank.items()))
+    return Layout(units, marks, encode_json(early), count, late=late)
+
+
+# The generic cache levels: a block's rank is that of the level its verdict word names (a
+# provider's own block names, OpenAI's `instructions` or Gemini's `contents`, included); a block
+# no level names (a response format) ranks with the tools, before the system.
+_RANKS: Final = {"tools_changed": 0, "system_changed": 1, "messages_changed": 2}
+
+
+def rank(block: str) -> int:
+    """The rank of a block (or of a setting's level) in the cache order: tools, system, messages."""
+    return _RANKS.get(GENERIC.block(block), 0)
 
 
 def marker_count(layout_: Layout) -> int:
     return layout_.markers
 
 
-def _items(name: str, value: Any) -> Iterator[tuple[str, Any, Any]]:
+def _no_shorthand(value: Any) -> Any:
+    return None
+
+
+def _items(
+    name: str, value: Any, longhand: Callable[[Any], Any] = _no_shorthand
+) -> Iterator[tuple[str, Any, Any]]:
     """`(pointer, item, holder)` for every unit of a block; `holder` is the message (less its
-    content) around a message's first content block, else None."""
+    content) around a message's first content block, else None. `longhand` gives a shorthand's
+    long form (a string content's one text block)."""
     base = "/" + name
+    if not isinstance(value, list | dict):
+        long = longhand(value)
+        value = long if isinstance(long, list) else value
     if isinstance(value, list):
         for index, item in enumerate(value):
-            inner = _inner(item)
+            inner = _inner(item, longhand)
             if inner is None:
                 yield f"{base}/{index}", item, None
             else:
@@ -157,10 +200,15 @@ def _items(name: str, value: Any) -> Iterator[tuple[str, Any, Any]]:
         yield base, value, None
 
 
-def _inner(item: Any) -> tuple[str, list[Any]] | None:
+def _inner(
+    item: Any, longhand: Callable[[Any], Any] = _no_shorthand
+) -> tuple[str, list[Any]] | None:
     if isinstance(item, dict):
         for key in _INNER:
             parts = item.get(key)
+            if isinstance(parts, str):
+                long = longhand(parts)
+                parts = long if isinstance(long, list) else parts
             if isinstance(parts, list) and parts:
                 return key, parts
     return None
