@@ -5,8 +5,9 @@ distribution of `dependencies` or of an extra (`pytest`, `capture`, `tokens`, `s
 in `bench/`, of `dependencies` or the `bench` or `scan` extra. What runs at start-up is
 narrower: the modules `harness`, `harness.cli` and `harness.capture` import when they are
 imported (module level, following the harness's own imports, leaving out `if TYPE_CHECKING:`
-and imports guarded by `except ImportError`) need only `dependencies`; the pytest plugin adds only the `pytest` extra. Functions
-import an extra's package when a user calls them (the capture transports, syrupy's extension).
+and imports guarded by `except ImportError`) need only `dependencies`; the pytest plugin adds
+only the `pytest` extra. Functions import an extra's package when a user calls them (the
+capture transports, syrupy's extension).
 
 The scan is checked against sources written to contain the bugs it exists for.
 `tests/project/test_wheel.py` shows the same at run time, in an environment holding only what the
