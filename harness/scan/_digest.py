@@ -32,6 +32,10 @@ from typing import Any, Final, NamedTuple
 import msgspec
 import xxhash
 
+from harness._shared._views import encode_json
+from harness.cache._extends import strip
+from harness.providers._registry import provider_named
+
 __all__ = ["BLOCKS", "CONVERSATION", "DIGEST_SIZE", "Digests", "digests_of", "first_block"]
 
 DIGEST_SIZE: Final = 8
@@ -71,6 +75,7 @@ class Digests(NamedTuple):
     stored: bool  # continues a conversation held on the server (`previous_response_id`)
     model: str | None = None  # read on the way: what the scan shows beside the digests
     previous: str | None = None  # `previous_response_id`, which chains a session
+    thread: bytes | None = None  # the opening as the cache model's links read it (`_thread`)
 
     @property
     def opening(self) -> bytes:
@@ -78,9 +83,9 @@ class Digests(NamedTuple):
         return self.conversation[:DIGEST_SIZE]
 
 
-def digests_of(body: bytes | dict[str, Any]) -> Digests | None:
+def digests_of(body: bytes | dict[str, Any], provider: str | None = None) -> Digests | None:
     """The digests of a JSON request body (its bytes, or the decoded object); None when it is
-    not a JSON object."""
+    not a JSON object. `provider` names the shorthand the conversation's opening is read in."""
     data = _encode(body) if isinstance(body, dict) else body
     try:
         top = _top.decode(data)
@@ -90,6 +95,7 @@ def digests_of(body: bytes | dict[str, Any]) -> Digests | None:
     tools = system = b""
     ttls: set[bytes] = set()
     conversation = b""
+    thread: bytes | None = None
     items = 0
     for key, raw in top.items():
         settings.update(key.encode() + b";")  # the top-level key order: Vertex caches it
@@ -100,7 +106,8 @@ def digests_of(body: bytes | dict[str, Any]) -> Digests | None:
         if _marked(value):
             value = _unmarked(value, ttls)
         if key in CONVERSATION and not conversation:
-            conversation, items = _conversation(value)
+            conversation, items, opening = _conversation(value)
+            thread = _thread(opening, provider)
         elif key in TOOLS:
             tools = _hash(tools + key.encode() + value)
         elif key in SYSTEM:
@@ -108,7 +115,11 @@ def digests_of(body: bytes | dict[str, Any]) -> Digests | None:
         else:
             settings.update(_encode(key) + b":" + value + b",")
     stored = "previous_response_id" in top or "conversation" in top
-    ttl = _hash(b",".join(sorted(ttls))) if ttls else b""
+    ttl = b""
+    if len(ttls) == 1:
+        ttl = _hash(next(iter(ttls)))
+    elif ttls:  # markers asking for several TTLs: which place asks which is not in the digests,
+        ttl = _hash(b"mixed;" + data)  # so the pair always goes to the cache model
     return Digests(
         settings.digest(),
         tools,
@@ -119,7 +130,27 @@ def digests_of(body: bytes | dict[str, Any]) -> Digests | None:
         stored,
         _text(top.get("model")),
         _text(top.get("previous_response_id")),
+        thread,
     )
+
+
+def _thread(value: bytes | None, provider: str | None) -> bytes | None:
+    """The conversation's opening as `harness.cache._links` reads it to say which request
+    continues which: its first message without markers, in its long form where the provider
+    documents a shorthand (Anthropic's string content), encoded; a plain string as itself.
+    None when there is no opening. `value` is the first item's bytes, or a plain string's."""
+    if value is None:
+        return None
+    try:
+        first = strip(msgspec.json.decode(value), MARKERS)
+    except (msgspec.DecodeError, RecursionError):
+        return None
+    found = provider_named(provider) if provider else None
+    if found is not None and isinstance(first, dict) and "content" in first:
+        long = found.shorthand(first["content"])
+        if long is not None:
+            first = {**first, "content": long}
+    return _hash(encode_json(first))
 
 
 def _text(raw: msgspec.Raw | None) -> str | None:
@@ -132,20 +163,22 @@ def _text(raw: msgspec.Raw | None) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _conversation(value: bytes) -> tuple[bytes, int]:
+def _conversation(value: bytes) -> tuple[bytes, int, bytes | None]:
+    """The running digests of a conversation, its length, and its opening's bytes (the first
+    item, or a plain string itself; None for an empty list)."""
     try:
         items = _items.decode(value)
     except msgspec.ValidationError:  # a plain string (`input: "..."`): one item
-        return _hash(value), 1
+        return _hash(value), 1, value if value.lstrip()[:1] == b'"' else None
     except (msgspec.DecodeError, RecursionError):
-        return _hash(value), 1
+        return _hash(value), 1, None
     running = xxhash.xxh3_64()
     update, digest = running.update, running.digest
     out = []
     for item in items:  # the running digest after each item: one pass over the bytes
         update(item)
         out.append(digest())
-    return b"".join(out), len(items)
+    return b"".join(out), len(items), bytes(items[0]) if items else None
 
 
 def _marked(value: bytes) -> bool:

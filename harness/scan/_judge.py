@@ -119,12 +119,15 @@ def _ttls() -> dict[str, float]:
     return found
 
 
-def judge(table: Any, fetch: Callable[[Any, Any], Any] | None = None) -> Judged:
+def judge(
+    table: Any, fetch: Callable[[Any, Any], Any] | None = None, *, full: bool = False
+) -> Judged:
     """Findings and session figures for a batch of whole sessions (see the module doc). With
     `fetch(table, rows)`, the rows whose bytes the digests could not spare are filled in first
     (the engines pass `harness.scan._bytes.attach`); without it, the table's `body` column is
-    what there is."""
-    found = plan(table, _ttls())
+    what there is. `full` skips the digest tier (`harness.scan._tier.plan`'s `full`): every
+    request is judged on its bytes, the reference the tier must agree with."""
+    found = plan(table, _ttls(), full=full)
     if fetch is not None:
         found.table = fetch(found.table, wanted(found))
     t = found.table
@@ -220,7 +223,7 @@ def _pair(
     with without_structured_diff():  # the scan prints no deepdiff: most of a break's cost
         found_break = judge_link(previous, link)
     if found_break is None:
-        return [_miss(found, pair.row, cols)] if _missed(found, pair, cols) else []
+        return [_miss(found, pair.row, cols)] if _missed(found, pair) else []
     item = PrefixBreak(
         index=link.number,
         previous=previous.number,
@@ -318,14 +321,10 @@ def _cached(row: int, cols: _Columns) -> int | None:
     return (read or 0) + (write or 0)
 
 
-def _missed(found: Plan, pair: Pair, cols: _Columns) -> bool:
-    row = pair.row
-    before = row - 1
-    return (
-        cols["cache_read"][row] == 0
-        and (_cached(before, cols) or 0) > 0
-        and bool(found.starts[row] == found.starts[before])
-    )
+def _missed(found: Plan, pair: Pair) -> bool:
+    """The counters show a miss (the tier's test, TTL included) the cache model found no
+    break for."""
+    return found.missable is not None and bool(found.missable[pair.row])
 
 
 def _miss(found: Plan, row: int, cols: _Columns) -> dict[str, Any]:

@@ -161,9 +161,9 @@ def _row(
         session = record.session
     found = None
     if record.raw is not None:
-        found = digests_of(record.raw)
+        found = digests_of(record.raw, record.provider)
     elif record.body is not None:
-        found = digests_of(record.body)
+        found = digests_of(record.body, record.provider)
     previous = record.previous_response_id or (found.previous if found is not None else None)
     if session is None and previous in chains:
         session = chains[previous or ""]
@@ -217,6 +217,7 @@ def _row(
         "d_ttls": found.ttls if found else None,
         "conv": found.conversation if found else None,
         "items": found.items if found else 0,
+        "thread": found.thread if found else None,
         "stored": found.stored if found else False,
         "input_tokens": counters.input_tokens,
         "cache_read": counters.cache_read,

@@ -5,7 +5,8 @@ A row holds no body: the ids (session, request, deploy), when it started, where 
 `offset` -1 and the unit's number in `length`; `ordinal`, the record's place among those its
 unit gave), its endpoint, provider and model, its evidence, the digest-tier keys
 (`harness.scan._digest`: `d_settings`, `d_tools`, `d_system`, `d_ttls`, the running digests of
-its conversation `conv` and their count `items`, `stored`), and the provider's counters. `body`
+its conversation `conv` and their count `items`, its opening as the cache model's links read it
+`thread`, `stored`), and the provider's counters. `body`
 stays null until the judge asks for a pair's bytes (`harness.scan._bytes`). `seq` is the row's
 place in the input (file by file, in the order given, record by record): the tie-break of equal
 times, the same for every engine.
@@ -48,6 +49,7 @@ COLUMNS: Final = {
     "d_ttls": "binary",
     "conv": "binary",
     "items": "int32",
+    "thread": "binary",
     "stored": "bool",
     "input_tokens": "int64",
     "cache_read": "int64",

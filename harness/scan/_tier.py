@@ -7,7 +7,7 @@ each request (`Plan`):
   tools, system and marker TTLs, and a conversation whose running digest at the earlier length is
   the earlier request's last), so nothing broke and no bytes are read again;
 - `pairs`: the requests that did not, each with the earlier requests of its session the cache
-  model may link it to (`harness.capture._prefix`'s candidates: the latest one on its endpoint,
+  model may link it to (`harness.cache._links`' candidates: the latest one on its endpoint,
   the latest that opened its conversation with the same message, and the recent one-message
   requests); a request that extends the latest one with its opening is clean too (two
   conversations taking turns on one endpoint);
@@ -50,7 +50,8 @@ class Plan:
     place: np.ndarray[Any, Any]  # 1-based place in the session
     has: np.ndarray[Any, Any]  # digests known (a body was read)
     clean: np.ndarray[Any, Any]
-    miss: np.ndarray[Any, Any]
+    miss: np.ndarray[Any, Any]  # cleared by the digests, and the counters show a miss
+    missable: np.ndarray[Any, Any] | None = None  # the counters show a miss (bytes or not)
     pairs: list[Pair] = field(default_factory=list)
 
 
@@ -101,7 +102,11 @@ def _words(column: Any) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
     return data.view("<u8"), (offsets[:-1] // DIGEST_SIZE).astype(np.int64)
 
 
-def plan(table: Any, ttl: Mapping[str, float] | None = None) -> Plan:
+def plan(table: Any, ttl: Mapping[str, float] | None = None, *, full: bool = False) -> Plan:
+    """The batch sorted, and what its digests decide (see the module doc). `full` clears
+    nothing: every request with bytes goes to the cache model with every earlier request of its
+    session on its endpoint (what the gate's walk reads; the reference the tier is tested
+    against)."""
     pc = pyarrow_compute()
     keys = pyarrow().table(
         {
@@ -139,13 +144,19 @@ def plan(table: Any, ttl: Mapping[str, float] | None = None) -> Plan:
     check = (k > 0) & (items >= k)
     at = np.where(check, first + k - 1, 0)
     prev_at = np.where(check, prev_first + k - 1, 0)
-    conv_ok = (k == 0) | (check & (words[at] == words[prev_at]))
+    # An earlier request with no conversation is held whole only by one with none either: a
+    # request that opens one is linked by its opening, maybe to another request (the links).
+    conv_ok = ((k == 0) & (items == 0)) | (check & (words[at] == words[prev_at]))
     stored = pc.fill_null(t["stored"], False).to_numpy(zero_copy_only=False)
-    conv_ok |= stored
+    conv_ok |= stored  # the links take the latest request on the endpoint: the one before
     comparable = same & has & prev_has
     clean = comparable & head & conv_ok
+    if full:
+        clean = np.zeros(n, dtype=bool)
     found = Plan(t, starts, place, has, clean, np.zeros(n, dtype=bool))
-    _link(found, words, first, items, comparable & ~clean, stored)
+    # every request with bytes the digests did not clear (the one before it may have none: an
+    # earlier one on its endpoint may still be the one it continues)
+    _link(found, words, first, items, same & has & ~clean, stored, full=full)
     found.miss = _misses(found, ttl or {})
     return found
 
@@ -166,6 +177,8 @@ def _link(
     items: Any,
     broken: np.ndarray[Any, Any],
     stored: np.ndarray[Any, Any],
+    *,
+    full: bool = False,
 ) -> None:
     """For each request the tier could not clear, the rows the cache model may link it to; one
     that extends the latest request with its opening is cleared (conversations taking turns)."""
@@ -175,9 +188,15 @@ def _link(
         return
     endpoint = t["endpoint"].to_pylist()
     heads = [t[name].to_pylist() for name in ("d_settings", "d_tools", "d_system", "d_ttls")]
+    threads = _threads(t, words, first, items)
     for row in candidates.tolist():
         start = int(found.starts[row])
-        opening = words[first[row]] if items[row] else None
+        if full:
+            earlier = range(start, row)
+            context = {j for j in earlier if endpoint[j] == endpoint[row] and found.has[j]}
+            found.pairs.append(Pair(row, tuple(sorted(context)), row - 1))
+            continue
+        opening = threads[row]
         same_opening = latest = None
         singles: list[int] = []
         for j in range(row - 1, start - 1, -1):
@@ -185,17 +204,13 @@ def _link(
                 continue
             if latest is None:
                 latest = j
-            if (
-                same_opening is None
-                and opening is not None
-                and items[j]
-                and words[first[j]] == opening
-            ):
+            if same_opening is None and opening is not None and threads[j] == opening:
                 same_opening = j
             if items[j] == 1 and len(singles) < _SINGLES:
                 singles.append(j)
         if (
             same_opening is not None
+            and not stored[row]
             and same_opening != row - 1
             and all(h[same_opening] == h[row] for h in heads)
             and _extends(words, first, items, same_opening, row)
@@ -212,6 +227,17 @@ def _link(
             if items[row] == 1:
                 context |= set(singles)
         found.pairs.append(Pair(row, tuple(sorted(context)), row - 1))
+
+
+def _threads(t: Any, words: Any, first: Any, items: Any) -> list[Any]:
+    """Each row's opening as the cache model's links compare them (the `thread` column: the
+    first message without markers, in its long form); a digest table without it falls back on
+    the first running digest (its bytes as sent)."""
+    found = t["thread"].to_pylist() if "thread" in t.column_names else [None] * t.num_rows
+    return [
+        thread if thread is not None else (words[first[row]].tobytes() if items[row] else None)
+        for row, thread in enumerate(found)
+    ]
 
 
 def _misses(found: Plan, ttl: Mapping[str, float]) -> np.ndarray[Any, Any]:
@@ -235,6 +261,7 @@ def _misses(found: Plan, ttl: Mapping[str, float]) -> np.ndarray[Any, Any]:
     prev_has[1:] = found.has[:-1]
     unseen = ~found.has & ~prev_has  # no bytes on either side: only the counters speak
     missed: np.ndarray[Any, Any] = same & (read == 0) & prev_cached & in_time
+    found.missable = missed
     return missed & (found.clean | unseen)
 
 
