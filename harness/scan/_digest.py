@@ -34,6 +34,7 @@ import xxhash
 
 from harness._shared._views import encode_json
 from harness.cache._extends import strip
+from harness.providers._anthropic import continues_thread
 from harness.providers._registry import provider_named
 
 __all__ = ["BLOCKS", "CONVERSATION", "DIGEST_SIZE", "Digests", "digests_of", "first_block"]
@@ -72,7 +73,7 @@ class Digests(NamedTuple):
     ttls: bytes
     conversation: bytes  # DIGEST_SIZE bytes per item: the running digest after each
     items: int
-    stored: bool  # continues a conversation held on the server (`previous_response_id`)
+    stored: bool  # continues a conversation held on the server (`previous_response_id`, a thread)
     model: str | None = None  # read on the way: what the scan shows beside the digests
     previous: str | None = None  # `previous_response_id`, which chains a session
     thread: bytes | None = None  # the opening as the cache model's links read it (`_thread`)
@@ -114,7 +115,7 @@ def digests_of(body: bytes | dict[str, Any], provider: str | None = None) -> Dig
             system = _hash(system + key.encode() + value)
         else:
             settings.update(_encode(key) + b":" + value + b",")
-    stored = "previous_response_id" in top or "conversation" in top
+    stored = "previous_response_id" in top or "conversation" in top or _thread_held(top)
     ttl = b""
     if len(ttls) == 1:
         ttl = _hash(next(iter(ttls)))
@@ -132,6 +133,18 @@ def digests_of(body: bytes | dict[str, Any], provider: str | None = None) -> Dig
         _text(top.get("previous_response_id")),
         thread,
     )
+
+
+def _thread_held(top: dict[str, msgspec.Raw]) -> bool:
+    """Whether the body continues an Anthropic server-held message thread (`RequestSplit.held`
+    as the provider's split says it)."""
+    raw = top.get("thread")
+    if raw is None:
+        return False
+    try:
+        return continues_thread({"thread": msgspec.json.decode(raw)})
+    except (msgspec.DecodeError, RecursionError):
+        return False
 
 
 def _thread(value: bytes | None, provider: str | None) -> bytes | None:

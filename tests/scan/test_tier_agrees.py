@@ -95,7 +95,36 @@ def opening_after_none(tmp_path: Path) -> Path:
     return write_lines(tmp_path / "empty.jsonl", rows)
 
 
+def anthropic_thread(tmp_path: Path) -> Path:
+    """A tool runner on a server-held thread: each continuation sends its new message and the
+    blocks it sends again; the third sends the system prompt edited (a break), the fourth opens
+    with the first request's opening message (still a continuation of the thread)."""
+    first = conversation(1)
+    opening = first["messages"][0]
+
+    def step(message: Any, **more: Any) -> dict[str, Any]:
+        return {
+            "model": first["model"],
+            "max_tokens": 256,
+            "thread": {"type": "continue", "previous_message_id": "msg_1"},
+            "messages": [message],
+            **more,
+        }
+
+    edited = [{**first["system"][0], "text": first["system"][0]["text"] + " Edited."}]
+    rows = [
+        line(first, session="s", time=START + 1),
+        line(step({"role": "user", "content": "go on"}), session="s", time=START + 2, read=90),
+        line(
+            step({"role": "user", "content": "again"}, system=edited), session="s", time=START + 3
+        ),
+        line(step(opening), session="s", time=START + 4, read=90),
+    ]
+    return write_lines(tmp_path / "thread.jsonl", rows)
+
+
 PLANTED = {
+    "anthropic thread": anthropic_thread,
     "shorthand opening": shorthand_opening,
     "ttls swapped": ttls_swapped,
     "opening after none": opening_after_none,
