@@ -21,10 +21,10 @@ streams, Dask in `map_partitions` after a shuffle by session):
 3. a request the provider's counters say missed the cache, where the bytes (or their absence)
    cannot explain it, is an `unexplained_miss` (evidence `counters`, severity `warning`).
 Tokens lost are the cache model's `Loss` (the earlier request's written entries the later one can
-no longer read: 0 where nothing was cached, null where the rules cannot say), its bytes taken at
-the earlier request's own tokens-per-byte where its counters are plausible (the cache model's
-estimate, bytes / 4, otherwise); dollars lost are those tokens at the price row's input price less
-its cache-read price.
+no longer read: 0 where nothing was cached, null where the rules cannot say), estimated as `harness
+lint` estimates them: the trace's counters reach the cache model as the response usage lint would
+read (`_USAGE`, a shape used only when the provider reads it back to the same counters); dollars
+lost are those tokens at the price row's input price less its cache-read price.
 """
 
 from __future__ import annotations
@@ -37,15 +37,14 @@ import msgspec
 import numpy as np
 
 from harness._shared._printer import line
-from harness._shared._views import prompt_size
 from harness.cache._analysis import LintRequest
 from harness.cache._links import walk
 from harness.cache._replay import ttl_seconds
-from harness.cache._tokens import PLAUSIBLE
 from harness.cache._verdict import judge as judge_link
 from harness.capture._prefix import PrefixBreak
 from harness.cost._prices import price_for
 from harness.drift._structured import without_structured_diff
+from harness.providers import cache_usage
 from harness.providers._pack import Ttl, rules_pack
 from harness.scan._digest import BLOCKS
 from harness.scan._extras import pyarrow, pyarrow_compute
@@ -196,7 +195,70 @@ def _request(row: int, found: Plan, cols: _Columns) -> LintRequest | None:
         return None
     endpoint = cols["endpoint"][row] or ""
     url = f"https://{endpoint}" if "/" in endpoint else None
-    return LintRequest(int(found.place[row]) - 1, decoded, url=url)
+    request = LintRequest(int(found.place[row]) - 1, decoded, url=url)
+    response = _response(
+        request, cols["input_tokens"][row], cols["cache_read"][row], cols["cache_write"][row]
+    )
+    if response is not None:  # the counters, as `harness lint` reads them in a response
+        request = LintRequest(
+            request.index, decoded, url=url, response=response, split=request.split, presplit=True
+        )
+    return request
+
+
+# The usage a response reports, in each API's shape: the trace's counters are handed to the cache
+# model as the response `harness lint` would read, so its estimates (and what it says was cached)
+# are the ones lint makes. A shape is used only when the provider reads it back to the same
+# counters. Arguments: all input tokens, cache reads, cache writes.
+_USAGE: Final[tuple[Callable[[int, int, int], dict[str, Any]], ...]] = (
+    lambda total, read, write: {  # Anthropic's Messages API (uncached input apart)
+        "usage": {
+            "input_tokens": total - read - write,
+            "cache_read_input_tokens": read,
+            "cache_creation_input_tokens": write,
+        }
+    },
+    lambda total, read, write: {  # Bedrock's Converse
+        "usage": {
+            "inputTokens": total - read - write,
+            "cacheReadInputTokens": read,
+            "cacheWriteInputTokens": write,
+        }
+    },
+    lambda total, read, write: {  # OpenAI's Chat Completions
+        "usage": {"prompt_tokens": total, "prompt_tokens_details": {"cached_tokens": read}}
+    },
+    lambda total, read, write: {  # OpenAI's Responses
+        "usage": {"input_tokens": total, "input_tokens_details": {"cached_tokens": read}}
+    },
+    lambda total, read, write: {  # Gemini
+        "usageMetadata": {"promptTokenCount": total, "cachedContentTokenCount": read}
+    },
+    lambda total, read, write: {  # DeepSeek
+        "usage": {"prompt_cache_hit_tokens": read, "prompt_cache_miss_tokens": total - read}
+    },
+)
+
+
+def _response(
+    request: LintRequest, total: int | None, read: int | None, write: int | None
+) -> dict[str, Any] | None:
+    if request.split is None or total is None or total <= 0:
+        return None
+    read, write = read or 0, write or 0
+    if read + write > total:
+        return None
+    for shape in _USAGE:
+        response = shape(total, read, write)
+        found = cache_usage(request.split.provider, response)
+        if (
+            found is not None
+            and found.read_tokens == read
+            and found.written_tokens == write
+            and found.read_tokens + found.written_tokens + (found.uncached_tokens or 0) == total
+        ):
+            return response
+    return None
 
 
 def _evidence(rows: Sequence[int], cols: _Columns) -> str:
@@ -247,7 +309,7 @@ def _from_break(
     before: int,
 ) -> dict[str, Any]:
     row = pair.row
-    tokens = _tokens_lost(item, earlier, cols["input_tokens"][before])
+    tokens = _tokens_lost(item)
     provider = earlier.split.provider if earlier.split is not None else cols["provider"][row]
     report = item.report
     return _finding(
@@ -268,23 +330,10 @@ def _from_break(
     )
 
 
-def _tokens_lost(item: PrefixBreak, earlier: LintRequest, counted: int | None) -> int | None:
-    """The cache model's loss in tokens: its bytes at the earlier request's own tokens per byte
-    where the provider counted that request plausibly, else the model's estimate; None where the
-    rules cannot say what was cached (a model without a minimum, an unknown provider)."""
-    loss = item.loss
-    if loss is None or loss.tokens is None:
-        return None
-    size = prompt_size(earlier.split.view) if earlier.split is not None else 0
-    if (
-        loss.tokens
-        and loss.bytes
-        and counted
-        and size
-        and PLAUSIBLE[0] <= size / counted <= PLAUSIBLE[1]
-    ):
-        return round(loss.bytes * counted / size)
-    return loss.tokens
+def _tokens_lost(item: PrefixBreak) -> int | None:
+    """The cache model's loss in tokens (its estimate, scaled by the counters the trace reported,
+    handed to it as a response); None where the rules cannot say what was cached."""
+    return item.loss.tokens if item.loss is not None else None
 
 
 def _from_digests(found: Plan, pair: Pair, cols: _Columns) -> dict[str, Any]:

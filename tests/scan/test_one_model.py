@@ -171,3 +171,46 @@ def test_a_body_whose_top_level_keys_moved_is_judged_not_cleared(
         rows.append({**line(body, session="v", time=START + turn, read=10), "url": url})
     path = write_lines(tmp_path / "vertex.jsonl", rows)
     assert scan_breaks(path, capsys) == lint_breaks(path, capsys) == [(3, "key_order_changed")]
+
+
+def small_session(tmp_path: Path, written: int) -> Path:
+    """Three small turns (under Sonnet's 1,024-token minimum by bytes / 4), the tools reordered
+    at the third; the provider's counters say `written` tokens were written each turn."""
+    rows = []
+    for turn in (1, 2, 3):
+        body = conversation(turn, system_tokens=10)
+        for message in body["messages"]:
+            for block in message["content"]:
+                block["text"] = block["text"][:40]
+        for tool in body["tools"]:
+            tool["description"] = "x"
+        if turn == 3:
+            reorder(body)
+        row = line(body, session="s", time=START + turn)
+        row["response"]["usage"]["cache_creation_input_tokens"] = written
+        rows.append(row)
+    return write_lines(tmp_path / "small.jsonl", rows)
+
+
+@pytest.mark.parametrize("written", [300, 0])
+def test_the_loss_is_the_cache_models_in_lints_words(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], written: int
+) -> None:
+    # The counters reach the cache model as lint reads them: where the provider wrote, the
+    # loss is its entry; where it wrote nothing (a prompt under the minimum), nothing is lost.
+    path = small_session(tmp_path, written)
+    main(["lint", str(path), "--format", "json"])
+    (message,) = [
+        f["message"]
+        for f in json.loads(capsys.readouterr().out)["findings"]
+        if f["rule"] == "prefix-broken"
+    ]
+    _, out, _ = run(capsys, str(path), "--format", "json")
+    (finding,) = [f for f in json.loads(out)["findings"] if f["verdict"] == "tools_changed"]
+    clause = finding["summary"].split("broke first; ")[1]
+    assert clause.split(":")[0] in message
+    if written:
+        assert finding["tokens_lost"] > 0 and f"~{finding['tokens_lost']:,} cached" in message
+    else:
+        assert finding["tokens_lost"] == 0 and finding["usd_lost"] == 0
+        assert clause.startswith("nothing was cached by request 2")
