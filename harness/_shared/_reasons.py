@@ -66,6 +66,7 @@ class Reason:
     word: str
     level: str | None = None
     effect: Effect = "breaks"
+    may_reach: str | None = None  # an earlier level some models lose too (Anthropic's thinking)
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,7 @@ class Unit(NamedTuple):
     size: int
     conversation: bool
     text: bytes
+    kind: str = ""  # the block's `type` (`text`, `tool_use`...) where it names one
 
 
 class Mark(NamedTuple):
@@ -102,6 +103,18 @@ class Layout:
             return "(the start)"
         return self.units[min(boundary, len(self.units)) - 1].pointer
 
+    def positions(self, runs: Sequence[str] = ()) -> list[int]:
+        """The lookback positions before each boundary (`[0]` is 0): one per unit, except that a
+        run of consecutive units of one kind in `runs` counts once (the Claude API counts a run
+        of `tool_use` blocks, and one of `tool_result` blocks, as one position)."""
+        counted = [0]
+        previous = ""
+        for unit in self.units:
+            joined = bool(runs) and unit.kind in runs and unit.kind == previous
+            counted.append(counted[-1] + (0 if joined else 1))
+            previous = unit.kind
+        return counted
+
     def stable(self) -> Iterator[Unit]:
         """The units before the conversation (tools, system): what every request repeats."""
         return (unit for unit in self.units if not unit.conversation)
@@ -136,7 +149,17 @@ def layout(
             text = encode_json(_strip(item, keys))
             # the message around a first content block (its role) is part of the prefix too
             digest = text if holder is None else encode_json(_strip(holder, keys)) + text
-            units.append(Unit(pointer, name, len(text), conversation, digest))
+            kind = item.get("type") if isinstance(item, dict) else None
+            units.append(
+                Unit(
+                    pointer,
+                    name,
+                    len(text),
+                    conversation,
+                    digest,
+                    kind if isinstance(kind, str) else "",
+                )
+            )
             if found:
                 marks.append(Mark(len(units), found[-1], pointer))
     vocabulary = vocabulary or vocabulary_for(split.provider)

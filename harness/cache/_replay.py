@@ -34,6 +34,7 @@ the ratio of those that recorded usage (calibration), a token counter, else byte
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Final
@@ -105,7 +106,8 @@ class Lookup:
     reach: int | None
     hit: Entry | None = None
     beyond: Entry | None = None
-    distance: int = 0
+    distance: int = 0  # in positions (a run of parallel tool calls counts once where it does)
+    blocks: int = 0  # the same distance in blocks
 
 
 @dataclass
@@ -309,9 +311,10 @@ def _request(
         lookups = [(mark, reach) for mark in analysis.marks]
         if analysis.implicit:
             lookups.append((whole, None))
+    positions = lay.positions(lookback.runs if lookback is not None else ())
     best: Entry | None = None
     for mark, scope in lookups:
-        lookup = _look(cache, analysis, mark, scope, start, step)
+        lookup = _look(cache, analysis, mark, scope, start, step, positions)
         step.lookups.append(lookup)
         if lookup.hit is not None and (best is None or lookup.hit.after > best.after):
             best = lookup.hit
@@ -453,15 +456,21 @@ def _look(
     reach: int | None,
     start: float | None,
     step: Step,
+    positions: Sequence[int] = (),
 ) -> Lookup:
     """One breakpoint's lookup: back from its boundary over at most `reach` positions, the
     breakpoint's own counted as the first (None: all): "The system checks at most 20 positions
     per breakpoint, counting the breakpoint itself as the first" (Anthropic's prompt-caching
-    page), so an entry 20 blocks before the breakpoint is one position outside."""
+    page), so an entry 20 blocks before the breakpoint is one position outside. `positions`
+    (the layout's, per boundary) count a run of parallel tool calls once where the provider
+    does; without them each unit is a position."""
     lay = analysis.layout
     index = analysis.request.index
     lookup = Lookup(mark, reach)
-    low = max(mark.after - reach + 1, 1) if reach is not None else 1
+    at = positions if positions else range(len(lay.units) + 1)
+    low = 1
+    if reach is not None:  # the first boundary whose position is within the reach
+        low = max(bisect_left(at, at[mark.after] - reach + 1, 1, mark.after + 1), 1)
     for boundary in range(mark.after, low - 1, -1):
         entry = cache.find(lay.digest(boundary), boundary)
         if entry is None:
@@ -482,6 +491,7 @@ def _look(
             and entry.visible(index, start, cache.rank)
             and not entry.expired(start)
         ):
-            lookup.beyond, lookup.distance = entry, mark.after - boundary
+            lookup.beyond, lookup.distance = entry, at[mark.after] - at[boundary]
+            lookup.blocks = mark.after - boundary
             break
     return lookup

@@ -16,7 +16,7 @@ the difference instead.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from harness._shared._reasons import (
@@ -233,7 +233,7 @@ def compare(
         raw_reproduce=reproduce,
         raw_hints=hints,
         raw_deepdiff=structured_diff(doc_a, doc_b, path, max(len(bytes_a), len(bytes_b))),
-        notes=_notes(a, b),
+        notes=(*_notes(a, b), *_may_reach(setting if block == SETTINGS else None, order)),
         raw_label_a=label_a,
         raw_label_b=label_b,
     )
@@ -409,6 +409,18 @@ def _hint_texts(a: Any, b: Any) -> tuple[str, str]:
         a, b = a[start : at + HINT_REACH], b[start : at + HINT_REACH]
     return tuple(  # type: ignore[return-value]
         "" if v is ABSENT else encode_json(v).decode("utf-8", "replace") for v in (a, b)
+    )
+
+
+def _may_reach(setting: Reason | None, order: Sequence[str]) -> tuple[str, ...]:
+    """A note where the pack says a setting loses earlier levels on some models (Anthropic's
+    thinking: "tool and system-prompt breakpoints can miss too, depending on where the model
+    renders the configuration"): the loss above counts only what is lost for certain."""
+    if setting is None or not setting.may_reach or setting.may_reach == setting.level:
+        return ()
+    return (
+        f"on some models the {setting.may_reach} cache (and what follows it) is lost too;"
+        f" the loss counted is from the {setting.level or 'first'} level on",
     )
 
 

@@ -42,6 +42,10 @@ KEY_ORDER: Final = "(key order)"
 # included in the system-prompt prefix [...] The prefix is untouched, so prompt caching is
 # preserved" (platform.claude.com/docs/en/agents-and-tools/tool-use/tool-use-with-prompt-caching).
 DEFERRED: Final = "tools (defer_loading)"
+# The setting that counts the request's images: "Images | ✓ | ✓ | ✘ | Adding/removing images
+# anywhere in the prompt affects message blocks" (the prompt-caching page's invalidation table),
+# so a change in their number keys the cache from the messages on (the rules pack's row).
+IMAGES: Final = "(images)"
 
 # `thread` names a server-held message thread (`held`), not a setting of the cache key.
 _PROMPT: Final = frozenset({"tools", "system", "messages", "cache_control", "thread"})
@@ -129,6 +133,9 @@ class AnthropicMessages(Provider):
         ]
         if betas:
             settings["anthropic-beta"] = betas
+        images = _images(body.get("messages"))
+        if images:
+            settings[IMAGES] = images
         settings = dict(sorted(settings.items()))
         blocks = {key: body[key] for key in ("tools", "system", "messages") if key in body}
         tools = blocks.get("tools")
@@ -232,6 +239,16 @@ def shorthand(value: Any) -> Any:
     reference), so both forms are one prefix to the cache. None for a value that is no
     shorthand."""
     return [{"type": "text", "text": value}] if isinstance(value, str) else None
+
+
+def _images(value: Any) -> int:
+    """The image blocks in the messages, those inside a tool result's content included."""
+    if isinstance(value, list):
+        return sum(_images(item) for item in value)
+    if isinstance(value, dict):
+        own = 1 if value.get("type") == "image" else 0
+        return own + _images(value.get("content"))
+    return 0
 
 
 def _deferred(tool: Any) -> bool:

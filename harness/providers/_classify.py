@@ -92,7 +92,9 @@ def vocabulary(provider: str, model: str | None = None, surface: str = "") -> Vo
         if row.effect == "bookkeeping":
             continue
         effect: Effect = "retention" if row.effect == "retention" else "breaks"
-        settings[field] = Reason(row.word or f"{field}_changed", row.level or None, effect)
+        settings[field] = Reason(
+            row.word or f"{field}_changed", row.level or None, effect, row.may_reach or None
+        )
     compacted = frozenset(t for row in pack.every(Compaction, provider) for t in row.item_types)
     word = next((row.word for row in pack.every(Compaction, provider)), "")
     levels = pack.first(Levels, provider)

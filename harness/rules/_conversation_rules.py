@@ -24,6 +24,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from harness.cache._analysis import scope_of
+from harness.cache._replay import Lookup
+from harness.providers._classify import prewarm
 from harness.rules._engine import Finding, Rule, Session, Severity
 
 __all__ = ["LookbackExceeded", "PrefixBroken", "UnknownModel", "WriteNeverRead"]
@@ -51,7 +54,7 @@ class LookbackExceeded(Rule):
                     yield session.finding(
                         self,
                         step.index,
-                        f"the breakpoint at {lookup.mark.pointer} is {lookup.distance} blocks"
+                        f"the breakpoint at {lookup.mark.pointer} is {_distance(lookup)}"
                         f" after the cache entry request {session.offset + entry.owner} wrote at"
                         f" {entry.pointer}; a breakpoint looks back at most {lookup.reach}"
                         f" blocks, so ~{max(entry.tokens - read, 0):,} cached tokens are written"
@@ -72,6 +75,16 @@ class LookbackExceeded(Rule):
                 f"{len(analysis.marks)} breakpoints: matching considers only the latest"
                 f" {row.reach}, so an entry written at an earlier one is not found",
             )
+
+
+def _distance(lookup: Lookup) -> str:
+    """How far back the entry is, in the provider's positions (and blocks where they differ)."""
+    if lookup.blocks in (0, lookup.distance):
+        return f"{lookup.distance} blocks"
+    return (
+        f"{lookup.distance} positions ({lookup.blocks} blocks; a run of parallel tool_use or"
+        " tool_result blocks counts as one)"
+    )
 
 
 class WriteNeverRead(Rule):
@@ -105,13 +118,31 @@ class WriteNeverRead(Rule):
                     continue
                 if id(entry) in missed or id(entry) in expired:
                     continue
+                warmed = _prewarm(session, entry.owner)
+                what = (
+                    f"the pre-warm ({warmed}) writes ~{entry.tokens:,} tokens up to"
+                    f" {entry.pointer}, which is"
+                    if warmed
+                    else f"the cache write of ~{entry.tokens:,} tokens up to {entry.pointer} is"
+                )
                 yield session.finding(
                     self,
                     entry.owner,
-                    f"the cache write of ~{entry.tokens:,} tokens up to {entry.pointer} is never"
-                    " read by a later request of the file: its write premium buys nothing",
+                    f"{what} never read by a later request of the file: its write premium buys"
+                    " nothing",
                     pointer=entry.pointer,
                 )
+
+
+def _prewarm(session: Session, index: int) -> str | None:
+    """The field that makes request `index` a pre-warm (OpenAI's prompt_cache_options.prewarm,
+    a rules-pack row's `prewarm` values), or None for an ordinary request."""
+    analysis = session.analyses[index] if 0 <= index < len(session.analyses) else None
+    if analysis is None:
+        return None
+    split = analysis.split
+    model, surface = scope_of(analysis.request)
+    return prewarm(split.provider, {**split.view.settings, **split.bookkeeping}, model, surface)
 
 
 class PrefixBroken(Rule):

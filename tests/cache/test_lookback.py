@@ -76,3 +76,41 @@ def test_cost_writes_the_conversation_again_when_its_breakpoint_is_out_of_reach(
     # out of reach: only the system
     assert read_of(19) == 1400
     assert read_of(20) == 1100
+
+
+def tool_turn(calls: int, interleaved: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Turn 1 writes the conversation; turn 2 adds an assistant turn of `calls` parallel tool
+    calls and a user turn of their results, the newest result marked. `interleaved`: a text
+    block between each call (then no run forms, each block is its own position)."""
+    first = claude(1100)
+    first["messages"] = [{"role": "user", "content": [text_block(300, MARK)]}]
+    second = claude(1100)
+    uses: list[dict[str, Any]] = []
+    for n in range(calls):
+        if interleaved:
+            uses.append(text_block(8))
+        uses.append({"type": "tool_use", "id": f"toolu_{n}", "name": "look", "input": {"n": n}})
+    results: list[dict[str, Any]] = [
+        {"type": "tool_result", "tool_use_id": f"toolu_{n}", "content": f"result {n}"}
+        for n in range(calls)
+    ]
+    results[-1] = {**results[-1], "cache_control": MARK}
+    second["messages"] = [
+        {"role": "user", "content": [text_block(300)]},
+        {"role": "assistant", "content": uses},
+        {"role": "user", "content": results},
+    ]
+    return first, second
+
+
+def test_a_run_of_parallel_tool_calls_is_one_position_on_the_claude_api(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # 12 calls and 12 results: 25 blocks back, but 3 positions (text, the calls, the results)
+    assert lint(tmp_path, capsys, *tool_turn(12, interleaved=False)) == (0, [])
+    # near miss: a text block between the calls breaks their run (the results still form one):
+    # 36 blocks back, 25 positions
+    code, found = lint(tmp_path, capsys, *tool_turn(12, interleaved=True))
+    assert code == 0
+    assert [(f["rule"], f["request"]) for f in found] == [("lookback-exceeded", 1)]
+    assert "is 25 positions (36 blocks; a run of parallel tool_use" in found[0]["message"]

@@ -202,3 +202,84 @@ def test_lint_counts_a_thread_continuation_as_reading_what_the_server_holds(
     fresh = claude(1200)
     fresh["messages"] = [{"role": "user", "content": "another question"}]
     assert lint(tmp_path, capsys, first, fresh) == [("write-never-read", "warning", 0)]
+
+
+def image_turn(first: dict[str, Any], text: str, images: int) -> dict[str, Any]:
+    """`first` continued by a reply and a marked user turn holding `images` images."""
+    later = copy.deepcopy(first)
+    later["messages"][0]["content"][0].pop("cache_control")
+    image = {
+        "type": "image",
+        "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0K"},
+    }
+    later["messages"] += [
+        {"role": "assistant", "content": "Sure."},
+        {
+            "role": "user",
+            "content": [*[image] * images, {"type": "text", "text": text, "cache_control": MARK}],
+        },
+    ]
+    return later
+
+
+def test_an_image_added_in_a_new_turn_loses_the_messages_cache_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # "Adding/removing images anywhere in the prompt affects message blocks": the bytes extend,
+    # the provider's messages level is lost all the same; tools and system stay
+    first = marked_turn("Describe the chart. " + "x" * 2000)
+    code, report = diff(tmp_path, capsys, first, image_turn(first, "This one.", 1))
+    assert (code, report["verdict"], report["invalidated"]) == (1, "images_changed", ["messages"])
+    assert report["tokens_lost"] > 400 and "the system cache stays" in report["summary"]
+    # near miss: the next turn keeps its image count and adds text only: it extends
+    with_image = image_turn(first, "This one.", 1)
+    next_turn = copy.deepcopy(with_image)
+    next_turn["messages"][-1]["content"][-1].pop("cache_control")
+    next_turn["messages"] += [
+        {"role": "assistant", "content": "A rising line."},
+        {"role": "user", "content": [{"type": "text", "text": "Why?", "cache_control": MARK}]},
+    ]
+    code, report = diff(tmp_path, capsys, with_image, next_turn)
+    assert (code, report["verdict"]) == (0, "extends")
+
+
+def test_a_thinking_change_says_the_earlier_levels_some_models_lose(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # "tool and system-prompt breakpoints can miss too, depending on where the model renders
+    # the configuration": the loss counts the messages; a note names what may go too
+    first = marked_turn("Plan a trip. " + "x" * 2000)
+    first["model"] = "claude-sonnet-5-5"
+    thinking = {**first, "thinking": {"type": "enabled", "budget_tokens": 2000}}
+    code, report = diff(tmp_path, capsys, first, thinking)
+    assert (code, report["verdict"], report["invalidated"]) == (1, "thinking_changed", ["messages"])
+    assert any("on some models the tools cache" in note for note in report["notes"])
+    # near miss: tool_choice loses the messages only, on every model: no such note
+    choice = {**first, "tool_choice": {"type": "any"}}
+    code, report = diff(tmp_path, capsys, first, choice)
+    assert (code, report["verdict"]) == (1, "tool_choice_changed")
+    assert not any("on some models" in note for note in report.get("notes", []))
+
+
+def test_an_unread_pre_warm_is_named_as_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def asked(at: str, max_tokens: int) -> dict[str, Any]:
+        body = marked_turn(f"[request at {at}] What changed? " + "x" * 2000)
+        body["max_tokens"] = max_tokens
+        return body
+
+    def unread(*bodies: dict[str, Any]) -> list[str]:
+        path = tmp_path / "session.jsonl"
+        path.write_text("\n".join(line(b, ANTHROPIC_URL) for b in bodies) + "\n")
+        main(["lint", str(path), "--format", "json"])
+        found = json.loads(capsys.readouterr().out)["findings"]
+        return [f["message"] for f in found if f["rule"] == "write-never-read"]
+
+    # a pre-warm (max_tokens 0) whose prefix the real request cannot read (a timestamp in the
+    # marked block): the warning says the pre-warm bought nothing
+    warmed = unread(asked("10:10", 0), asked("10:11", 1024), asked("10:12", 1024))
+    assert warmed[0].startswith("the pre-warm (max_tokens) writes ~")
+    # near miss: an ordinary request is an ordinary unread write
+    plain = unread(asked("10:10", 1024), asked("10:11", 1024), asked("10:12", 1024))
+    assert plain and all(m.startswith("the cache write of ~") for m in plain)

@@ -8,7 +8,7 @@ from pydantic_ai import Agent
 
 from day_planner.toolkits import load_tools
 
-MODEL = "anthropic:claude-sonnet-4-5"
+MODEL = "anthropic:claude-sonnet-5-5"
 INSTRUCTIONS = (
     "You help people plan their day. Check the weather and their calendar with the tools"
     " before you suggest anything, and answer in two sentences at most."
