@@ -312,13 +312,26 @@ def _from_break(
     tokens = _tokens_lost(item)
     provider = earlier.split.provider if earlier.split is not None else cols["provider"][row]
     report = item.report
+    evidence = _evidence([row, before], cols)
+    summary = item.to_text().split("\n", 1)[0]
+    cached = _cached(before, cols)
+    if tokens == 0 and evidence != "exact" and cached:
+        # A converted body may have lost its cache markers (OTel GenAI parts carry none): the
+        # cache model's "nothing was cached" is about the bytes the trace holds, and the
+        # provider's counters say otherwise, so what was lost is not judged.
+        tokens = None
+        summary = summary.split(" broke first; ", 1)[0] + (
+            f" broke first; the provider's counters say request {int(found.place[before])} had"
+            f" {cached:,} tokens cached, and its {evidence} body may have lost its cache"
+            " markers: what it lost is not judged"
+        )
     return _finding(
         found,
         row,
         cols,
         block=item.block,
         verdict=item.verdict,
-        evidence=_evidence([row, before], cols),
+        evidence=evidence,
         severity=item.severity,
         tokens_lost=tokens,
         usd_lost=_usd(
@@ -326,7 +339,7 @@ def _from_break(
         ),
         pointer=line(report.pointer, _SUMMARY) if report.pointer else None,
         byte=report.offset if report.offset >= 0 else None,
-        summary=line(item.to_text().split("\n", 1)[0], _SUMMARY),
+        summary=line(summary, _SUMMARY),
     )
 
 

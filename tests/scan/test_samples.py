@@ -212,3 +212,15 @@ def test_openinference_spans_with_nested_attributes_are_rebuilt(
     assert [
         (f["session"], f["request"], f["verdict"], f["evidence"]) for f in report["findings"]
     ] == [("nested", 3, "system_changed", "structural")]
+
+
+def test_a_converted_body_without_markers_does_not_claim_nothing_was_lost(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # OTel GenAI parts carry no cache markers: the cache model sees nothing cached, the
+    # provider's counters say 900 tokens were. The loss is not judged, never a false 0.
+    _, out, _ = run(capsys, str(TRACES / "otel.json"), "--format", "json")
+    (finding,) = [f for f in json.loads(out)["findings"] if f["verdict"] == "tools_changed"]
+    assert finding["evidence"] == "structural"
+    assert finding["tokens_lost"] is None and finding["usd_lost"] is None
+    assert "counters say request 2 had 900 tokens cached" in finding["summary"]
