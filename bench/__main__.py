@@ -25,12 +25,13 @@ from bench import (
     peers,
     perturbation,
     pipeline,
+    processes,
     shuffling,
     startup,
     transcript,
 )
 from bench.bodies import body_bytes, dispatched_requests
-from bench.contest import Entrant, interleaved, whole
+from bench.contest import Entrant, interleaved, spread, whole
 from bench.figures import Figures, PeerFigure, Shape, SizeFigure, to_json
 from bench.floor import floor_check, verify
 from bench.machine import this_machine
@@ -58,6 +59,8 @@ class Plan:
     startup_pairs: int  # 0: not measured
     perturbation_rounds: int = 30  # natural and perturbed start-ups, interleaved; 0: not measured
     perturbation_plugins: int = 50
+    process_steps: int = 100  # the transcript `harness` commands run on as processes
+    process_rounds: int = 5  # 0: not measured
     tools: int = transcript.TOOLS
     plugins: int = transcript.PLUGINS
     system_bytes: int = transcript.SYSTEM_BYTES
@@ -91,6 +94,8 @@ QUICK = Plan(
     startup_pairs=5,
     perturbation_rounds=10,
     format_repeats=2,
+    process_steps=10,
+    process_rounds=2,
 )
 
 
@@ -131,15 +136,27 @@ def contest(plan: Plan, steps: int, folder: Path, root: Path) -> tuple[SizeFigur
     interleaved(entrants, plan.rounds[steps])
     peer_figures = [
         PeerFigure(
-            peer.name, peer.checks, steps, entrant.median, prepared.file_bytes, len(entrant.times)
+            peer.name,
+            peer.checks,
+            steps,
+            entrant.median,
+            prepared.file_bytes,
+            len(entrant.times),
+            spread(entrant.times, entrants[0].times),
         )
         for (peer, prepared), entrant in zip(running, entrants[2:], strict=True)
     ]
-    return SizeFigure(steps, ours.figure(), entrants[1].median, peer_figures, skipped), cassette
+    floor_spread = spread(ours.replays, entrants[1].times)
+    figure = SizeFigure(
+        steps, ours.figure(), entrants[1].median, peer_figures, skipped, floor_spread
+    )
+    return figure, cassette
 
 
 def run(plan: Plan, root: Path, command: str) -> Figures:
     sizes = sorted({*plan.rounds, plan.shuffle_steps, *(plan.big or ())})
+    if plan.process_rounds:
+        sizes = sorted({*sizes, plan.process_steps})
     folders: dict[int, Path] = {}
     for steps in sizes:
         _say(f"recording the {steps:,}-step transcript")
@@ -198,6 +215,12 @@ def run(plan: Plan, root: Path, command: str) -> Figures:
         shaken_rows.append(perturbation.measure_subprocesses(plan.perturbation_plugins, rounds))
         _say(f"  {rounds} rounds of each correct program with deadlines")
         shaken_rows += perturbation.measure_correct(rounds)
+    commands: list[processes.ProcessFigure] = []
+    if plan.process_rounds:
+        _say(f"harness commands as processes: {plan.process_rounds} rounds")
+        folder = folders[plan.process_steps]
+        sent = dispatched_requests(load_fixture(folder))
+        commands = processes.measure(sent, folder, root, plan.process_rounds)
     started = None
     if plan.startup_pairs:
         _say(f"pytest startup: {plan.startup_pairs} pairs of runs")
@@ -216,6 +239,7 @@ def run(plan: Plan, root: Path, command: str) -> Figures:
         startup=started,
         perturbation=shaken,
         perturbation_rows=shaken_rows,
+        processes=commands,
     )
 
 

@@ -41,6 +41,13 @@ def interleaved(entrants: Sequence[Entrant], rounds: int) -> None:
             entrant.times.append(seconds if billed is None else billed)
 
 
+def spread(these: Sequence[float], those: Sequence[float]) -> tuple[float, float]:
+    """The lowest and highest of `these[i] / those[i]` over the rounds both ran (entrants run
+    in the same rounds from the first, so index i is round i for both)."""
+    ratios = [a / b for a, b in zip(these, those, strict=False) if b > 0]
+    return (min(ratios), max(ratios)) if ratios else (0.0, 0.0)
+
+
 def whole(function: Callable[..., Any], *args: Any) -> Callable[[], float | None]:
     """An entrant's run: call `function(*args)`, bill the whole call; a falsy result that is
     not None (a check that said no) is an error, never a time."""

@@ -13,6 +13,7 @@ from bench.overhead import OverheadFigure
 from bench.peers import Checks
 from bench.perturbation import PerturbationFigure
 from bench.pipeline import CheckFigure
+from bench.processes import ProcessFigure
 from bench.shuffling import ShuffleFigure
 from bench.startup import StartupFigure
 
@@ -25,6 +26,14 @@ STARTUP_GOAL_MS = 20.0  # added to a pytest run of 0 tests
 PERTURBATION_GOAL = 1.5  # a perturbed run of an agent's start-up over its natural run, at most
 CORRECT_GOAL = 3.0  # a perturbed run of a correct program with deadlines over its natural run
 SHUFFLE_GOAL_S = 2.0  # 100 permutations of 50 plugins in under this
+# commands as processes, start-up included, over their floor: at most
+PROCESS_GOALS = {
+    ("harness --help", "start-up"): 3.0,
+    ("harness lint", "start-up"): 3.0,
+    ("harness check --shuffle 0", "cassette"): 10.0,
+    ("harness lint", "cassette"): 5.0,
+    ("harness cost", "cassette"): 5.0,
+}
 
 
 @dataclass(frozen=True)
@@ -42,6 +51,9 @@ class PeerFigure:
     seconds: float  # median of its timed runs: read its files, check every request
     file_bytes: int
     runs: int
+    # its time over ours in the same round, lowest and highest over the rounds both ran (a
+    # median ratio alone hides how far one noisy round moves it)
+    spread: tuple[float, float] = (0.0, 0.0)
 
 
 @dataclass(frozen=True)
@@ -53,6 +65,8 @@ class SizeFigure:
     floor_s: float  # derivation and comparison only: the floor reads no files
     peers: list[PeerFigure]
     skipped: list[tuple[str, str]]  # peers not run on it, and why
+    # our replay over the floor in the same round, lowest and highest over the rounds
+    floor_spread: tuple[float, float] = (0.0, 0.0)
 
     @property
     def strongest(self) -> PeerFigure | None:
@@ -81,6 +95,7 @@ class Figures:
     # the start-up through helper processes, then correct programs with deadlines
     perturbation_rows: list[PerturbationFigure] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    processes: list[ProcessFigure] = field(default_factory=list)
 
     def at(self, steps: int) -> SizeFigure | None:
         return next((s for s in self.sizes if s.steps == steps), None)
@@ -180,6 +195,17 @@ def goals(figures: Figures) -> list[Goal]:
                 f"{shuffle.seconds * 1000:,.0f} ms",
             )
         )
+    for row in figures.processes:
+        wanted = PROCESS_GOALS.get((row.what, row.kind))
+        if wanted is not None:
+            found.append(
+                Goal(
+                    f"`{row.what}` ({row.on}) within {_x(wanted)} of {row.floor}",
+                    row.ratio <= wanted,
+                    f"{_x(row.ratio)} (rounds {row.spread[0]:,.1f}-{row.spread[1]:,.1f}x;"
+                    f" {row.seconds * 1000:,.0f} ms against {row.floor_s * 1000:,.0f} ms)",
+                )
+            )
     if figures.formats:
         worst = min(f.cassette_bytes / f.fixture_bytes for f in figures.formats)
         found.append(
@@ -226,10 +252,12 @@ def to_json(figures: Figures) -> dict[str, Any]:
                 "ours_load_s": size.ours.load_s,
                 "ours_replay_s": size.ours.replay_s,
                 "floor_s": size.floor_s,
+                "floor_spread": list(size.floor_spread),
                 "peers": {
                     peer.name: {
                         "seconds": peer.seconds,
                         "ratio": size.ratio(peer),
+                        "ratio_spread": list(peer.spread),
                         "file_bytes": peer.file_bytes,
                         "checks": peer.checks.__dict__,
                     }
@@ -244,6 +272,7 @@ def to_json(figures: Figures) -> dict[str, Any]:
         "pytest_startup": None if startup is None else startup.__dict__,
         "perturbation": None if perturbation is None else perturbation.__dict__,
         "perturbation_rows": [row.__dict__ for row in figures.perturbation_rows],
+        "processes": [{**row.__dict__, "ratio": row.ratio} for row in figures.processes],
         "goals": [goal.__dict__ for goal in goals(figures)],
         "machine": figures.machine.__dict__,
         "command": figures.command,

@@ -14,6 +14,9 @@ nothing and reads no session log; `Checks` says what each one does check:
 - JSON Lines + msgspec typed header + `==`: one body per line, all decoded by msgspec into a
   typed header struct (the messages are skipped, not decoded), each compared with the expected
   header (struct equality; the schemas inside are dicts, so key order is not seen).
+- JSON Lines + raw header bytes: one body per line, each line's bytes up to its messages
+  compared with the expected header's bytes, nothing decoded: 25 lines anyone could write, and
+  it sees key order (any byte of the header that moves). It checks no message.
 """
 
 from __future__ import annotations
@@ -204,6 +207,28 @@ def _jsonl_msgspec(inputs: Inputs, folder: Path) -> Prepared:
     return Prepared(path.stat().st_size, run)
 
 
+def _raw_bytes(inputs: Inputs, folder: Path) -> Prepared:
+    path = folder / "requests.jsonl"
+    folder.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as handle:
+        for body in encoded_bodies(inputs.requests):
+            handle.write(body + b"\n")
+    head = next(encoded_bodies(inputs.requests[:1]))
+    expected = head[: head.index(b',"messages":') + len(b',"messages":')]
+    count = len(inputs.requests)
+
+    def run() -> int:
+        lines = path.read_bytes().splitlines()
+        if len(lines) != count:
+            raise AssertionError(f"{len(lines)} recorded requests, {count} expected")
+        for index, line in enumerate(lines):
+            if not line.startswith(expected):
+                raise AssertionError(f"request {index + 1}'s header bytes differ")
+        return len(lines)
+
+    return Prepared(path.stat().st_size, run)
+
+
 _WHOLE_BODY = Checks(key_order=False, messages=True, rebuild=False, invariant=False, log=False)
 _SLOW = "not run: its per-request pass over every body would take minutes"
 
@@ -218,5 +243,13 @@ PEERS: tuple[Peer, ...] = (
         "not run: too large",
         99,
         _jsonl_msgspec,
+    ),
+    Peer(
+        "JSON Lines + raw header bytes",
+        Checks(key_order=True, messages=False, rebuild=False, invariant=False, log=False),
+        1_000,
+        "not run: too large",
+        99,
+        _raw_bytes,
     ),
 )

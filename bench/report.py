@@ -69,7 +69,11 @@ def contest_table(figures: Figures) -> str:
         [
             "floor: the derivation alone (no files read)",
             *FLOOR.cells(),
-            *(f"{_ms(s.floor_s)} ({_x(s.ours.replay_s / s.floor_s)} ours)" for s in sizes),
+            *(
+                f"{_ms(s.floor_s)} ({_x(s.ours.replay_s / s.floor_s)} ours,"
+                f" {_range(s.floor_spread)})"
+                for s in sizes
+            ),
         ],
     ]
     names = list(dict.fromkeys(p.name for s in sizes for p in s.peers))
@@ -85,7 +89,10 @@ def contest_table(figures: Figures) -> str:
                 cells.append(f"{reason} (≥ {_bytes(bound)} of bodies)" if bound else reason)
                 continue
             checks = peer.checks
-            cells.append(f"{_ms(peer.seconds)} (ours {_faster(size.ratio(peer))})")
+            cells.append(
+                f"{_ms(peer.seconds)} (ours {_faster(size.ratio(peer))};"
+                f" {_range(peer.spread)} its time over ours)"
+            )
         rows.append([name, *(checks.cells() if checks else ["?"] * len(CHECK_COLUMNS)), *cells])
     rows.append(
         [
@@ -99,7 +106,15 @@ def contest_table(figures: Figures) -> str:
 
 def _strongest(size: SizeFigure) -> str:
     peer = size.strongest
-    return "-" if peer is None else f"**{_x(size.ratio(peer))}** ({peer.name})"
+    if peer is None:
+        return "-"
+    return f"**{_x(size.ratio(peer))}** ({_range(peer.spread)}; {peer.name})"
+
+
+def _range(spread: tuple[float, float]) -> str:
+    """A ratio's lowest and highest over the interleaved rounds."""
+    low, high = spread
+    return f"{low:,.2f}-{high:,.2f}x" if high < 10 else f"{low:,.0f}-{high:,.0f}x"
 
 
 def other_rows(figures: Figures) -> list[list[str]]:
@@ -223,6 +238,16 @@ def other_rows(figures: Figures) -> list[list[str]]:
                 f"perturbed {row.perturbed_ms:,.1f} ms (slowest kind {row.worst_ms:,.1f} ms)",
                 f"natural {row.natural_ms:,.1f} ms",
                 f"{_x(row.ratio)} (slowest {_x(row.worst_ratio)})",
+            ]
+        )
+    for row in figures.processes:
+        table.append(
+            [
+                f"`{row.what}`, a process (start-up included)",
+                row.on,
+                f"{_ms(row.seconds)} of CPU (median of {row.runs})",
+                f"{row.floor}: {_ms(row.floor_s)}",
+                f"{_x(row.ratio)} the floor ({_range(row.spread)})",
             ]
         )
     if figures.startup is not None:

@@ -2,16 +2,16 @@
 a test folder for every wing.
 
 An import inside a function is still a dependency (a lazy import only hides a cycle until the
-function runs), so it counts; an import under `if TYPE_CHECKING:` is for the type checker only,
-and does not. A wing is a package directly under `harness/` whose name has no leading underscore;
-its tests live in `tests/<wing>/`, a package (so two test modules never share a module name). Each
-scan is checked against sources written to contain the bugs it exists for.
+function runs), and so is one under `if TYPE_CHECKING:` (a type-only import is a cycle the type
+checker and every reader walk): every import counts. A wing is a package directly under
+`harness/` whose name has no leading underscore; its tests live in `tests/<wing>/`, a package (so
+two test modules never share a module name). Each scan is checked against sources written to
+contain the bugs it exists for.
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -34,23 +34,11 @@ def modules() -> dict[str, Path]:
     return {module_name(path): path for path in sorted(ROOT.rglob("*.py"))}
 
 
-def _runtime_nodes(tree: ast.AST) -> Iterator[ast.AST]:
-    """Every node except those under `if TYPE_CHECKING:`."""
-    stack = [tree]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            stack.extend(node.orelse)
-            continue
-        yield node
-        stack.extend(ast.iter_child_nodes(node))
-
-
 def imports_of(name: str, source: str, known: set[str], is_package: bool = False) -> set[str]:
-    """The harness modules `name` imports at run time (at module level or in a function)."""
+    """The harness modules `name` imports: at module level, in a function, or for types only."""
     package = name if is_package else name.rpartition(".")[0]
     found: set[str] = set()
-    for node in _runtime_nodes(ast.parse(source)):
+    for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -108,7 +96,7 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return sorted(found)
 
 
-def test_the_scan_counts_lazy_imports_and_skips_type_checking_ones() -> None:
+def test_the_scan_counts_lazy_and_type_only_imports() -> None:
     known = {"harness.prove._stable", "harness.prove._hashseed", "harness.capture", "harness.drift"}
     stability = (
         "from typing import TYPE_CHECKING\n"
@@ -123,10 +111,27 @@ def test_the_scan_counts_lazy_imports_and_skips_type_checking_ones() -> None:
         "harness.prove._hashseed": imports_of("harness.prove._hashseed", hashseed, known),
     }
     assert graph == {
-        "harness.prove._stable": {"harness.prove._hashseed"},
+        "harness.prove._stable": {"harness.prove._hashseed", "harness.capture"},
         "harness.prove._hashseed": {"harness.prove._stable", "harness.drift"},
     }
     assert cycles(graph) == [["harness.prove._hashseed", "harness.prove._stable"]]
+
+
+def test_a_type_only_import_back_is_a_cycle() -> None:
+    known = {"harness._shared._errors", "harness.drift._report"}
+    errors = (
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from harness.drift._report import DriftReport\n"
+    )
+    report = "from harness._shared._errors import HarnessError\n"
+    graph = {
+        "harness._shared._errors": imports_of("harness._shared._errors", errors, known),
+        "harness.drift._report": imports_of("harness.drift._report", report, known),
+    }
+    assert cycles(graph) == [["harness._shared._errors", "harness.drift._report"]]
+    one_way = {**graph, "harness._shared._errors": imports_of("harness._shared._errors", "", known)}
+    assert cycles(one_way) == []
 
 
 def test_the_scan_sees_every_module_and_resolves_submodules() -> None:

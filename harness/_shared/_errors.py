@@ -19,11 +19,7 @@ import errno
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
-
-if TYPE_CHECKING:
-    from harness._shared._secrets import SecretFinding
-    from harness.drift._report import DriftReport
+from typing import Any, ClassVar, Protocol
 
 __all__ = [
     "EXIT_DRIFT",
@@ -50,6 +46,22 @@ EXIT_DRIFT = 1
 EXIT_USAGE = 2
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]")
+
+
+class Described(Protocol):
+    """What an error needs of a secret finding: its kind and place in words, never the secret
+    (`harness._shared._secrets.SecretFinding` is one). The errors sit below the secrets and the
+    drift report: they name what they need, not those types."""
+
+    def describe(self) -> str: ...
+
+
+class Printable(Protocol):
+    """What an error needs of a drift report (`harness.drift.DriftReport` is one)."""
+
+    def to_text(self) -> str: ...
+
+    def to_markdown(self) -> str: ...
 
 
 def one_line(text: str) -> str:
@@ -124,7 +136,7 @@ class UnsafeName(HarnessError, ValueError):
 class SecretLeak(HarnessError):
     """Bytes about to be written hold something key-shaped. The message never quotes it."""
 
-    def __init__(self, target: str, findings: Sequence[SecretFinding]) -> None:
+    def __init__(self, target: str, findings: Sequence[Described]) -> None:
         self.target = target
         self.findings = tuple(findings)
         shown = "; ".join(finding.describe() for finding in self.findings[:10])
@@ -156,7 +168,7 @@ class CassetteMismatch(CaptureError):
 
     live: Any = None
 
-    def __init__(self, message: str, report: DriftReport | None = None) -> None:
+    def __init__(self, message: str, report: Printable | None = None) -> None:
         self.report = report
         super().__init__(message if report is None else f"{message}\n\n{report.to_text()}")
 

@@ -27,7 +27,7 @@ from harness._shared._paths import refuse_case_twin
 from harness._shared._secrets import scan_secrets
 
 FORMAT_VERSION = 1
-MAX_FILE_BYTES = 64 * 1024 * 1024
+MAX_FILE_BYTES = 64 * 1024 * 1024  # a file's size limit, unless its kind sets `MAX_BYTES`
 
 T = TypeVar("T", bound="Versioned")
 
@@ -40,7 +40,15 @@ class Versioned(msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag_fie
     """
 
     READS: ClassVar[frozenset[int]] = frozenset({FORMAT_VERSION})
+    # the largest file of this kind read (None: `MAX_FILE_BYTES`); a kind that grows with a
+    # recording's length (a session log) sets its own, and its writer refuses what would exceed it
+    MAX_BYTES: ClassVar[int | None] = None
     format: int = FORMAT_VERSION
+
+
+def size_limit(kind: type[Versioned]) -> int:
+    """The largest file of `kind` that is read."""
+    return MAX_FILE_BYTES if kind.MAX_BYTES is None else kind.MAX_BYTES
 
 
 class _Envelope(msgspec.Struct):
@@ -86,11 +94,10 @@ def _writes(kind: type[Versioned]) -> int:
 
 def decode(data: bytes, kind: type[T], path: Path | str) -> T:
     """Decode `data` strictly as `kind`; every failure is one FixtureError line naming `path`."""
-    if len(data) > MAX_FILE_BYTES:
+    limit = size_limit(kind)
+    if len(data) > limit:
         raise FixtureError(
-            path,
-            f"is {len(data):,} bytes, over the {MAX_FILE_BYTES:,}-byte limit",
-            "not a fixture?",
+            path, f"is {len(data):,} bytes, over the {limit:,}-byte limit", "not a fixture?"
         )
     try:
         data.decode("utf-8")
@@ -131,7 +138,8 @@ def decode(data: bytes, kind: type[T], path: Path | str) -> T:
         raise FixtureError(path, f"holds {envelope.kind!r}, expected {expected_kind!r}")
     known = type(envelope.format) is int and envelope.format in kind.READS
     if not known:
-        reads = " and ".join(str(v) for v in sorted(kind.READS))
+        *earlier, latest = (str(v) for v in sorted(kind.READS))
+        reads = f"{', '.join(earlier)} and {latest}" if earlier else latest
         raise FixtureError(
             path,
             f"has format version {envelope.format!r}; this harness reads version {reads}",
@@ -182,14 +190,17 @@ def _not_regular(mode: int) -> str:
     return next((kind for test, kind in _KINDS if test(mode)), "not a regular file")
 
 
-def read_checked(path: Path, missing_hint: str = "record it first: harness record") -> bytes:
-    """A regular file's bytes, at most `MAX_FILE_BYTES`; every failure is a FixtureError.
+def read_checked(
+    path: Path, missing_hint: str = "record it first: harness record", limit: int | None = None
+) -> bytes:
+    """A regular file's bytes, at most `limit` (default `MAX_FILE_BYTES`); every failure is a
+    FixtureError.
 
     Only regular files are read (a symlink is followed to one): a FIFO would block forever and a
     device such as `/dev/zero` never ends. The size limit is checked on the open file and again
     while reading, so a file that grows (or lies about its size) is refused, not read unbounded.
     """
-    limit = MAX_FILE_BYTES
+    limit = MAX_FILE_BYTES if limit is None else limit
     try:
         fd = os.open(path, _OPEN_FLAGS)
     except FileNotFoundError:
@@ -245,7 +256,7 @@ def _holds(path: Path, data: bytes) -> bool:
 
 
 def read(path: Path, kind: type[T]) -> T:
-    data = read_checked(path)
+    data = read_checked(path, limit=size_limit(kind))
     value = decode(data, kind, path)
     warn_if_secret(path, data)
     return value

@@ -67,6 +67,7 @@ class Reason:
     level: str | None = None
     effect: Effect = "breaks"
     may_reach: str | None = None  # an earlier level some models lose too (Anthropic's thinking)
+    by_design: bool = False  # a feature used on purpose loses it (the gate warns, never fails)
 
 
 @dataclass(frozen=True)

@@ -218,6 +218,42 @@ def strip_pair(
 _NONE: Final = object()
 
 
+def long_pair(
+    a: CacheView, b: CacheView, markers: tuple[str, ...], shorthand: Shorthand
+) -> tuple[CacheView, CacheView]:
+    """Both views with a shorthand on one side in its long form where that is what the other
+    side sends, markers kept (what `harness diff` shows when nothing cached is lost: the real
+    difference, not the API's two spellings of one block)."""
+
+    def walk(x: Any, y: Any) -> tuple[Any, Any]:
+        x, y = _long_forms(x, y, markers, shorthand)
+        if isinstance(x, dict) and isinstance(y, dict):
+            pairs = {key: walk(x[key], y[key]) for key in x if key in y}
+            return (
+                {key: pairs[key][0] if key in pairs else value for key, value in x.items()},
+                {key: pairs[key][1] if key in pairs else value for key, value in y.items()},
+            )
+        if isinstance(x, list) and isinstance(y, list):
+            pairs_ = [walk(p, q) for p, q in zip(x, y, strict=False)]
+            n = len(pairs_)
+            return [p for p, _ in pairs_] + x[n:], [q for _, q in pairs_] + y[n:]
+        return x, y
+
+    blocks = {name: walk(a.blocks[name], b.blocks[name]) for name in a.blocks if name in b.blocks}
+    return (
+        CacheView(
+            settings=a.settings,
+            blocks={k: blocks[k][0] if k in blocks else v for k, v in a.blocks.items()},
+            provider=a.provider,
+        ),
+        CacheView(
+            settings=b.settings,
+            blocks={k: blocks[k][1] if k in blocks else v for k, v in b.blocks.items()},
+            provider=b.provider,
+        ),
+    )
+
+
 def _pair(
     a: Any, b: Any, markers: tuple[str, ...], shorthand: Shorthand | None = None
 ) -> tuple[Any, Any]:

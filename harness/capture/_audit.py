@@ -22,12 +22,18 @@ from typing import Any, Final
 import msgspec
 
 from harness._shared._body_text import response_events
-from harness._shared._errors import FixtureError
+from harness._shared._errors import FixtureError, UsageError
 from harness._shared._files import read_checked
 from harness._shared._paths import CASSETTES, FIXTURES
 from harness._shared._secrets import REDACTED, Redaction
 from harness.capture._captured import Captured, split_exchange
-from harness.capture._cassette import CaptureFile, Exchange, HttpRequest, load_cassette
+from harness.capture._cassette import (
+    CaptureFile,
+    Exchange,
+    HttpRequest,
+    ReadCassette,
+    read_cassette,
+)
 from harness.capture._prefix import CONVERSATION_BLOCKS, PrefixBreak, PrefixChain, prefix_chain
 from harness.drift._tools import diff_tools
 from harness.providers import cache_usage
@@ -39,6 +45,7 @@ __all__ = [
     "find_cassettes",
     "request_of",
     "summary_lines",
+    "whole_requests",
 ]
 
 _KIND: Final = b'"harness/capture"'
@@ -177,32 +184,44 @@ def _is_cassette(path: Path) -> bool:
 
 
 def captured_of(exchanges: Sequence[Exchange]) -> list[Captured]:
-    """Recorded exchanges as the requests a session captured (what the gate walks)."""
-    return [
-        Captured(
-            number,
-            e.request.method,
-            e.request.url,
-            e.request.headers,
-            e.request.body,
-            split_exchange(e.request.method, e.request.url, e.request.headers, e.request.body),
-            status=e.response.status,
-            source="cassette",
-        )
-        for number, e in enumerate(exchanges, start=1)
-    ]
+    """Recorded exchanges as the requests a session captured (what the gate walks). A body
+    stored as JSON is held as its value, shared with the requests before it, never encoded
+    again: a long conversation's requests take memory linear in its length."""
+    return [_captured(number, exchange) for number, exchange in enumerate(exchanges, start=1)]
 
 
-def audit_cassette(path: Path, redaction: Redaction | None = None) -> CassetteAudit:
-    """Read `path` strictly, then check its redaction, secrets and prefix chain."""
-    capture = load_cassette(path)
+def _captured(number: int, exchange: Exchange) -> Captured:
+    request = exchange.request
+    value = request.json
+    body = request.body if isinstance(value, msgspec.UnsetType) else b""
+    held = () if isinstance(value, msgspec.UnsetType) else (value,)
+    split = split_exchange(request.method, request.url, request.headers, body, *held)
+    captured = Captured(
+        number,
+        request.method,
+        request.url,
+        request.headers,
+        body,
+        split,
+        status=exchange.response.status,
+        source="cassette",
+    )
+    if held:
+        captured.hold(value)
+    return captured
+
+
+def audit_cassette(path: Path | ReadCassette, redaction: Redaction | None = None) -> CassetteAudit:
+    """Read `path` strictly (or take it as read), then check its redaction, secrets and prefix
+    chain."""
+    path, data, capture = path if isinstance(path, ReadCassette) else read_cassette(path)
     rules = redaction or Redaction()
     chain = prefix_chain(captured_of(capture.exchanges))
     for proof in capture.proofs:  # each prove_stable call's first build: a conversation of its own
         chain.add(prefix_chain(captured_of(proof.exchanges)))
     audit = CassetteAudit(path, capture, chain)
     audit.problems += _unredacted(capture, rules)
-    audit.problems += [f"holds {finding.describe()}" for finding in rules.scan(path.read_bytes())]
+    audit.problems += [f"holds {finding.describe()}" for finding in rules.scan(data)]
     if isinstance(capture.moves_header, str):
         audit.exempt_breaks, chain.breaks = chain.breaks, []
     return audit
@@ -257,6 +276,54 @@ def summary_lines(
     chain = prefix_chain(captured_of(capture.exchanges))
     lines.append("  " + chain.coverage())
     return lines
+
+
+def whole_requests(capture: CaptureFile, wanted: Sequence[str] = ()) -> list[str]:
+    """Whole requests as they were sent (what `harness show --requests` prints): a line naming
+    the exchange, its method and URL, then its headers and its body (JSON pretty, in wire
+    order; text as it is). `wanted` picks exchanges by number (`3`, or `2.1` for prove_stable
+    call 2's first); empty, every one. A number the cassette does not hold is a `UsageError`."""
+    named = dict(_numbered(capture))
+    unknown = [spec for spec in wanted if spec not in named]
+    if unknown:
+        raise UsageError(
+            f"--request {unknown[0]}: the cassette holds exchanges {_range(list(named))}"
+            " (N, or C.N for prove_stable call C's exchange N)"
+        )
+    lines: list[str] = []
+    for spec, exchange in named.items():
+        if wanted and spec not in wanted:
+            continue
+        request = exchange.request
+        where = f"exchange {spec}" if "." not in spec else f"prove_stable call exchange {spec}"
+        lines.append(f"{where}: {request.method} {request.url}")
+        lines += [f"  {name}: {value}" for name, value in request.headers]
+        lines.append(_body_text(request))
+    return lines
+
+
+def _numbered(capture: CaptureFile) -> Iterator[tuple[str, Exchange]]:
+    for number, exchange in enumerate(capture.exchanges, start=1):
+        yield str(number), exchange
+    for call, proof in enumerate(capture.proofs, start=1):
+        for number, exchange in enumerate(proof.exchanges, start=1):
+            yield f"{call}.{number}", exchange
+
+
+def _range(specs: list[str]) -> str:
+    if not specs:
+        return "none"
+    return specs[0] if len(specs) == 1 else f"{specs[0]} to {specs[-1]}"
+
+
+def _body_text(request: HttpRequest) -> str:
+    if not isinstance(request.json, msgspec.UnsetType):
+        return msgspec.json.format(msgspec.json.encode(request.json), indent=2).decode()
+    if isinstance(request.text, str):
+        return request.text
+    if isinstance(request.base64, str):
+        return f"({len(request.body):,} bytes that are not UTF-8, stored as base64)"
+    return "(no body)"
 
 
 def _request_line(number: int, exchange: Exchange) -> str:

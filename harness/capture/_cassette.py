@@ -13,6 +13,16 @@ its start and end in milliseconds from then (which requests overlapped follows f
 order is deterministic (`stored_order`): requests one after the other keep the order they were
 sent in; requests in flight together are stored by what they are, whatever order they arrived
 and finished in, so re-recording unchanged concurrent code leaves the file as it was.
+
+Format 3 stores a conversation in size linear in its length: a request that extends an earlier
+request of the same list (the test's exchanges, or one `prove_stable` call's) is stored as that
+exchange's number, `extends`, and the `edits` that turn its body into this one (new messages, a
+moved cache marker, a grown message: `harness.capture._edits`). Reading rebuilds every body
+byte for byte (a `CaptureFile` in memory always holds whole requests, sharing what they have in
+common); `harness.capture._writing` writes the edits, only where rebuilding gives back the exact
+bytes.
+`harness show --requests` prints the whole requests; formats 1 and 2 still load, and `harness
+refresh` rewrites them as format 3.
 """
 
 from __future__ import annotations
@@ -20,23 +30,28 @@ from __future__ import annotations
 import base64
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, Final
+from typing import Any, ClassVar, Final, NamedTuple
 
 import msgspec
 
-from harness._shared._files import Versioned, read
+from harness._shared._files import Versioned, decode, read, read_checked, warn_if_secret
 from harness._shared._secrets import Redaction
+from harness.capture._edits import Edit, apply_edits
 
 __all__ = [
+    "CASSETTE_FORMAT",
     "FRAMING",
     "CaptureFile",
     "Exchange",
     "HttpRequest",
     "HttpResponse",
     "Proof",
+    "ReadCassette",
     "Timing",
     "all_exchanges",
+    "body_document",
     "load_cassette",
+    "read_cassette",
     "redacted",
     "request_record",
     "response_record",
@@ -45,12 +60,17 @@ __all__ = [
 ]
 
 
+CASSETTE_FORMAT: Final = 3  # the format this harness writes
+
+
 class HttpRequest(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """A request as stored: redacted headers as ordered pairs, and the exact body.
 
     The body is in exactly one of: `json` (the parsed body, when re-encoding it compactly gives
     back the exact bytes sent, which is what the SDKs send: readable and diffable), `text` (UTF-8
-    that is not such JSON) or `base64`.
+    that is not such JSON) or `base64`. In a format 3 file, a request may instead name the
+    earlier exchange it `extends` and the `edits` to that one's body (`json` or `text`); reading
+    the file rebuilds the body, so a request in memory always holds it whole.
     """
 
     method: str
@@ -59,6 +79,8 @@ class HttpRequest(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True)
     json: Any | msgspec.UnsetType = msgspec.UNSET
     text: str | msgspec.UnsetType = msgspec.UNSET
     base64: str | msgspec.UnsetType = msgspec.UNSET
+    extends: int | msgspec.UnsetType = msgspec.UNSET
+    edits: tuple[Edit, ...] | msgspec.UnsetType = msgspec.UNSET
 
     @property
     def body(self) -> bytes:
@@ -117,6 +139,11 @@ class Proof(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     units: tuple[str, ...] = ()
     exchanges: tuple[Exchange, ...] = ()
 
+    def __post_init__(self) -> None:
+        msgspec.structs.force_setattr(
+            self, "exchanges", _rebuilt(self.exchanges, "a prove_stable call's exchange")
+        )
+
 
 class CaptureFile(Versioned, frozen=True, kw_only=True, tag="harness/capture"):
     """A cassette: the test's requests and answers in order, then one entry per prove_stable.
@@ -126,12 +153,20 @@ class CaptureFile(Versioned, frozen=True, kw_only=True, tag="harness/capture"):
     wall-clock time (UTC, ISO 8601) the exchanges' `timing` counts from (format 2).
     """
 
-    READS: ClassVar[frozenset[int]] = frozenset({1, 2})
-    format: int = 2
+    READS: ClassVar[frozenset[int]] = frozenset({1, 2, CASSETTE_FORMAT})
+    format: int = CASSETTE_FORMAT
     started: str | msgspec.UnsetType = msgspec.UNSET
     exchanges: tuple[Exchange, ...] = ()
     proofs: tuple[Proof, ...] = ()
     moves_header: str | msgspec.UnsetType = msgspec.UNSET
+
+    def __post_init__(self) -> None:
+        if self.format < CASSETTE_FORMAT and any(
+            not isinstance(e.request.extends, msgspec.UnsetType)
+            for e in (*self.exchanges, *(e for p in self.proofs for e in p.exchanges))
+        ):
+            raise ValueError(f"format {self.format} has no requests that extend others (format 3)")
+        msgspec.structs.force_setattr(self, "exchanges", _rebuilt(self.exchanges, "exchange"))
 
 
 # Transport framing: the stored body is decoded, so these would lie on replay.
@@ -149,15 +184,21 @@ _SIGV4: Final = "aws4-hmac-sha256"
 
 
 def request_record(
-    method: str, url: str, headers: Sequence[tuple[str, str]], body: bytes
+    method: str,
+    url: str,
+    headers: Sequence[tuple[str, str]],
+    body: bytes,
+    exact: Any = msgspec.UNSET,
 ) -> HttpRequest:
-    """A request as the cassette stores it (not yet redacted: `redacted` does that)."""
+    """A request as the cassette stores it (not yet redacted: `redacted` does that). `exact` is
+    the body already decoded, when it is known to encode to exactly `body`."""
     kept = tuple(
         (name, value)
         for name, value in headers
         if not _volatile_request_header(name) and not _signature(name, value)
     )
-    return HttpRequest(method=method, url=url, headers=kept, **_body_fields(body, sse=False))
+    fields = {"json": exact} if exact is not msgspec.UNSET else _body_fields(body, sse=False)
+    return HttpRequest(method=method, url=url, headers=kept, **fields)
 
 
 def response_record(status: int, headers: Sequence[tuple[str, str]], body: bytes) -> HttpResponse:
@@ -228,6 +269,86 @@ def secret_values(capture: CaptureFile, redaction: Redaction) -> list[str]:
 def load_cassette(path: Path) -> CaptureFile:
     """Read a cassette strictly (a `FixtureError` names the file and the problem)."""
     return read(path, CaptureFile)
+
+
+class ReadCassette(NamedTuple):
+    """A cassette read once: its path, its bytes (the secret scan reads them) and its requests."""
+
+    path: Path
+    data: bytes
+    capture: CaptureFile
+
+
+def read_cassette(path: Path) -> ReadCassette:
+    """`load_cassette`, keeping the bytes: what `harness check` reads once and shares between
+    the audit, the rules and the cost model."""
+    data = read_checked(path)
+    capture = decode(data, CaptureFile, path)
+    warn_if_secret(path, data)
+    return ReadCassette(path, data, capture)
+
+
+# -- format 3: a request as what it adds to the one it extends ----------------------------------
+
+
+def body_document(request: HttpRequest) -> tuple[str, Any] | None:
+    """The body an edit applies to: ("json", value) or ("text", string); None for base64."""
+    if isinstance(request.extends, int):
+        return None
+    if not isinstance(request.json, msgspec.UnsetType):
+        return "json", request.json
+    if isinstance(request.text, str):
+        return "text", request.text
+    return None
+
+
+def _rebuilt(exchanges: tuple[Exchange, ...], what: str) -> tuple[Exchange, ...]:
+    """The exchanges with every request that extends another rebuilt whole (a `ValueError`,
+    which msgspec reports as the file not matching its format, names the first that cannot)."""
+    if not any(
+        not isinstance(e.request.extends, msgspec.UnsetType)
+        or not isinstance(e.request.edits, msgspec.UnsetType)
+        for e in exchanges
+    ):
+        return exchanges
+    rebuilt: list[Exchange] = []
+    for number, exchange in enumerate(exchanges, start=1):
+        request = exchange.request
+        if isinstance(request.extends, int):
+            request = _rebuilt_request(request, rebuilt, f"{what} {number}")
+            exchange = msgspec.structs.replace(exchange, request=request)
+        elif not isinstance(request.edits, msgspec.UnsetType):
+            raise ValueError(f"{what} {number} has edits but extends no exchange")
+        rebuilt.append(exchange)
+    return tuple(rebuilt)
+
+
+def _rebuilt_request(request: HttpRequest, earlier: list[Exchange], where: str) -> HttpRequest:
+    extends = request.extends
+    assert isinstance(extends, int)
+    if not 1 <= extends <= len(earlier):
+        raise ValueError(f"{where} extends exchange {extends}, which is not an earlier one")
+    if any(
+        not isinstance(value, msgspec.UnsetType)
+        for value in (request.json, request.text, request.base64)
+    ):
+        raise ValueError(f"{where} both holds a body and extends exchange {extends}")
+    document = body_document(earlier[extends - 1].request)
+    if document is None:
+        raise ValueError(f"{where} extends exchange {extends}, whose body is neither JSON nor text")
+    form, base = document
+    edits = request.edits if isinstance(request.edits, tuple) else ()
+    try:
+        body = apply_edits(base, edits)
+    except ValueError as error:
+        raise ValueError(f"{where}: {error}") from None
+    if form == "text":
+        if not isinstance(body, str):
+            raise ValueError(f"{where}: its edits turn a text body into a JSON value")
+        return msgspec.structs.replace(
+            request, text=body, extends=msgspec.UNSET, edits=msgspec.UNSET
+        )
+    return msgspec.structs.replace(request, json=body, extends=msgspec.UNSET, edits=msgspec.UNSET)
 
 
 def _signature(name: str, value: str) -> bool:

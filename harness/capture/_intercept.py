@@ -56,25 +56,25 @@ from harness.capture._transport import (
 
 if TYPE_CHECKING:
     from harness.capture._config import CaptureConfig
-    from harness.capture._session import CaptureSession
+    from harness.capture._recording import Receiver
 
 __all__ = ["active_session", "intercepting"]
 
 _PATCHED: Final = "_transport_for_url"
 
 _lock = threading.RLock()
-_active: list[tuple[CaptureSession, CaptureConfig]] = []
+_active: list[tuple[Receiver, CaptureConfig]] = []
 _originals: dict[type[Any], Any] = {}
 
 
-def active_session() -> CaptureSession | None:
+def active_session() -> Receiver | None:
     """The session that captures intercepted requests now (the innermost), if any."""
     with _lock:
         return _active[-1][0] if _active else None
 
 
 @contextmanager
-def intercepting(session: CaptureSession, config: CaptureConfig) -> Iterator[CaptureSession]:
+def intercepting(session: Receiver, config: CaptureConfig) -> Iterator[Receiver]:
     """While inside, every httpx/httpx2 client sends the hosts `config` captures via `session`."""
     with _lock:
         if not _active:
@@ -131,7 +131,7 @@ def _uninstall() -> None:
     _owner.uninstall()
 
 
-def _capturing() -> tuple[CaptureSession, CaptureConfig] | None:
+def _capturing() -> tuple[Receiver, CaptureConfig] | None:
     """The session that captures a request sent now: the owner of the work sending it if that
     session still intercepts, else the innermost one; a `CaptureError` when the work's test has
     ended."""

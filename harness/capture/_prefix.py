@@ -10,8 +10,9 @@ cache loses: nothing where nothing was cached).
 
 Bookkeeping fields (the rules pack's: streaming, output limits, a diagnostics request) never
 break the prefix. A break whose cache effect the rules do not know for certain (a retention
-setting, a setting no rule knows) or that the provider does on purpose (OpenAI's
-`context_compacted`) is a warning, kept apart in `PrefixChain.warnings`: it is reported, never a
+setting, a setting no rule knows) or that the provider makes by design of a feature the program
+uses on purpose (OpenAI's `context_compacted`; Anthropic's `images_changed`, the rules pack's
+`gate: "warning"`) is a warning, kept apart in `PrefixChain.warnings`: it is reported, never a
 failure.
 """
 
@@ -42,7 +43,7 @@ __all__ = [
 
 # Breaks the gate reports as warnings: an effect the rules do not know for certain, or a move the
 # provider makes on purpose.
-WARNING_KINDS: Final = UNCERTAIN_KINDS | {"compaction"}
+WARNING_KINDS: Final = UNCERTAIN_KINDS | {"compaction", "by-design"}
 
 
 @runtime_checkable

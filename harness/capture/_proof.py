@@ -20,11 +20,10 @@ test on the mismatch after the test body, as it does for every replay error.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from harness._shared._errors import CaptureError, CassetteMissing
 from harness._shared._record_mode import RecordMode
@@ -35,9 +34,34 @@ from harness.capture._matching import describe_mismatch, same_route
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from harness.capture._session import CaptureSession
+    from harness._shared._secrets import Redaction
+    from harness.capture._matching import Matcher
 
-__all__ = ["ProofRun", "ProofState", "Ticket", "current_session"]
+__all__ = ["ProofHost", "ProofRun", "ProofState", "Ticket"]
+
+
+class ProofHost(Protocol):
+    """The capture session as a prove_stable call sees it (what it reads and calls; the session,
+    which owns the proof, is the one there is: nothing here names its class)."""
+
+    mode: RecordMode
+    errors: list[CaptureError]
+    matcher: Matcher
+    redaction: Redaction
+    record_hint: str
+
+    @property
+    def lock(self) -> AbstractContextManager[object]: ...
+
+    def shown(self) -> str: ...
+
+    def exchange_of(
+        self, captured: Captured, response: HttpResponse, ended: int | None = None
+    ) -> Exchange: ...
+
+    def active(self) -> AbstractContextManager[object]:
+        """While inside, `current_session()` is this session (a build is running)."""
+        ...
 
 
 @dataclass
@@ -61,7 +85,7 @@ class ProofState:
     used: set[int] = field(default_factory=set)  # reference exchanges this build was answered by
     appended: bool = False  # build 0 recorded an exchange the cassette did not hold
 
-    def receive(self, captured: Captured, session: CaptureSession) -> Ticket:
+    def receive(self, captured: Captured, session: ProofHost) -> Ticket:
         """Answer one request of the build running now."""
         build = self.build or 0
         captured.number = len(self.captured) + 1
@@ -108,7 +132,7 @@ class ProofState:
         )
 
     def _pick(
-        self, reference: list[Exchange], captured: Captured, session: CaptureSession
+        self, reference: list[Exchange], captured: Captured, session: ProofHost
     ) -> int | None:
         """The reference exchange that answers `captured`: the first unused one on its route
         that the matcher accepts (concurrent requests may come in another order than the first
@@ -131,25 +155,10 @@ class ProofState:
         return Ticket(captured, None, store)
 
 
-_ACTIVE: list[CaptureSession] = []
-_ACTIVE_LOCK = threading.Lock()
-
-
-def current_session() -> CaptureSession:
-    """The session of the prove_stable build running now (module-level builds use it)."""
-    with _ACTIVE_LOCK:
-        if _ACTIVE:
-            return _ACTIVE[-1]
-    raise LookupError(
-        "no capture session is active: current_session() works inside a build that"
-        " prove_stable runs with a capture session (the header_capture fixture)"
-    )
-
-
 class ProofRun:
     """One prove_stable call's builds on a session; see `CaptureSession.proving`."""
 
-    def __init__(self, session: CaptureSession, state: ProofState) -> None:
+    def __init__(self, session: ProofHost, state: ProofState) -> None:
         self._session = session
         self._state = state
 
@@ -162,13 +171,10 @@ class ProofRun:
             state.captured = []
             state.used = set()
         collected = state.captured
-        with _ACTIVE_LOCK:
-            _ACTIVE.append(self._session)
         try:
-            yield collected
+            with self._session.active():
+                yield collected
         finally:
-            with _ACTIVE_LOCK:
-                _ACTIVE.remove(self._session)
             with self._session.lock:
                 if index == 0 and not state.reference:
                     state.reference = list(state.out or state.recorded or ())

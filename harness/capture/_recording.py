@@ -17,13 +17,35 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from harness.capture._cassette import HttpResponse
     from harness.capture._proof import Ticket
 
-__all__ = ["Recording"]
+__all__ = ["Receiver", "Recording"]
+
+
+class Receiver(Protocol):
+    """The capture session as the transports and the patched libraries see it (what they call
+    on it; `harness.capture._session.CaptureSession` is the one there is). The session owns the
+    transports and the interception, so nothing below it names its class."""
+
+    upstream: object | None
+
+    def receive(
+        self, method: str, url: str, headers: Sequence[tuple[str, str]], body: bytes
+    ) -> Ticket: ...
+
+    def recording(
+        self, ticket: Ticket, status: int, headers: Sequence[tuple[str, str]]
+    ) -> Recording: ...
+
+    def complete(
+        self, ticket: Ticket, status: int, headers: Sequence[tuple[str, str]], body: bytes
+    ) -> HttpResponse: ...
+
+    def upstream_for(self, module: Any, *, asynchronous: bool) -> object: ...
 
 
 class Recording:

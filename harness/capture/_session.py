@@ -28,27 +28,23 @@ from urllib.parse import urlsplit
 import msgspec
 
 from harness._shared import _printer
-from harness._shared._body_text import scan_exchanges
-from harness._shared._errors import CaptureError, CassetteMissing, CassetteSecretLeak
-from harness._shared._files import encode, read
+from harness._shared._errors import CaptureError, CassetteMissing
+from harness._shared._files import read
 from harness._shared._record_mode import RecordMode
 from harness._shared._secret_shapes import SECRET_PATTERNS
 from harness._shared._secrets import Redaction
 from harness._shared._views import CacheView
-from harness.capture._captured import Captured, split_exchange
+from harness.capture._captured import Bodies, Captured
 from harness.capture._cassette import (
     CaptureFile,
     Exchange,
     HttpRequest,
     HttpResponse,
     Proof,
-    all_exchanges,
-    redacted,
-    request_record,
     response_record,
-    secret_values,
 )
 from harness.capture._config import CaptureConfig
+from harness.capture._intercept import intercepting
 from harness.capture._matching import (
     CacheViewMatcher,
     Matcher,
@@ -59,8 +55,24 @@ from harness.capture._prefix import PrefixBreak, PrefixBroken, PrefixChain, pref
 from harness.capture._proof import ProofRun, ProofState, Ticket
 from harness.capture._recording import Recording
 from harness.capture._timing import Clock, same_but_timing, stored_order
+from harness.capture._transport import client_for, transport_for
+from harness.capture._writing import cassette_bytes
 
-__all__ = ["CaptureSession", "Finished"]
+__all__ = ["CaptureSession", "Finished", "current_session"]
+
+_ACTIVE: list[CaptureSession] = []  # sessions whose prove_stable build runs now, innermost last
+_ACTIVE_LOCK = threading.Lock()
+
+
+def current_session() -> CaptureSession:
+    """The session of the prove_stable build running now (module-level builds use it)."""
+    with _ACTIVE_LOCK:
+        if _ACTIVE:
+            return _ACTIVE[-1]
+    raise LookupError(
+        "no capture session is active: current_session() works inside a build that"
+        " prove_stable runs with a capture session (the header_capture fixture)"
+    )
 
 
 class Finished(NamedTuple):
@@ -126,6 +138,7 @@ class CaptureSession:
         ):
             self._recorded = read(cassette, CaptureFile)
         self._requests: list[Captured] = []
+        self._bodies = Bodies()
         self._out: list[Exchange] = []
         self._used: set[int] = set()
         self._positions: dict[tuple[str, str], int] = {}
@@ -172,36 +185,24 @@ class CaptureSession:
 
     def transport(self) -> Any:
         """An `httpx2` transport (sync and async) for `httpx2.Client(transport=...)`."""
-        from harness.capture._transport import transport_for
-
         return transport_for(self, "httpx2")
 
     def httpx_transport(self) -> Any:
         """The same for plain `httpx` clients (needs the `httpx` package)."""
-        from harness.capture._transport import transport_for
-
         return transport_for(self, "httpx")
 
     def httpx2_client(self, **kwargs: Any) -> Any:
         """An `httpx2.Client` for `anthropic.Anthropic(http_client=...)` / `openai.OpenAI`."""
-        from harness.capture._transport import client_for
-
         return client_for(self, "httpx2", asynchronous=False, **kwargs)
 
     def httpx2_async_client(self, **kwargs: Any) -> Any:
-        from harness.capture._transport import client_for
-
         return client_for(self, "httpx2", asynchronous=True, **kwargs)
 
     def httpx_client(self, **kwargs: Any) -> Any:
         """A plain `httpx.Client` (the openai SDK accepts one; the anthropic SDK does not)."""
-        from harness.capture._transport import client_for
-
         return client_for(self, "httpx", asynchronous=False, **kwargs)
 
     def httpx_async_client(self, **kwargs: Any) -> Any:
-        from harness.capture._transport import client_for
-
         return client_for(self, "httpx", asynchronous=True, **kwargs)
 
     @contextmanager
@@ -209,8 +210,6 @@ class CaptureSession:
         """While inside, every `httpx`/`httpx2` client, made before or during the block, sends
         requests to the hosts a provider answers on (and the config's `hosts`) through this
         session; other hosts pass through untouched. See `harness.capture._intercept`."""
-        from harness.capture._intercept import intercepting
-
         with intercepting(self, self.config):
             yield self
 
@@ -275,6 +274,17 @@ class CaptureSession:
         with self.lock:
             return len(self._proofs)
 
+    @contextmanager
+    def active(self) -> Iterator[CaptureSession]:
+        """While inside, `current_session()` is this session (a prove_stable build runs)."""
+        with _ACTIVE_LOCK:
+            _ACTIVE.append(self)
+        try:
+            yield self
+        finally:
+            with _ACTIVE_LOCK:
+                _ACTIVE.remove(self)
+
     def proving(self, units: Sequence[str]) -> ProofRun:
         """Start one prove_stable call: its builds get answers by position (see `Proof`)."""
         with self.lock:
@@ -334,18 +344,9 @@ class CaptureSession:
         capture = self.cassette_file()
         if capture is None:
             return None
-        secrets = secret_values(capture, self.redaction)
         with self.lock:
-            for captured in self._requests:
-                secrets += self.redaction.secret_values(captured.headers)
-        clean = redacted(capture, self.redaction)
-        data = encode(clean)
-        findings = self.redaction.scan(data, sorted(set(secrets)))
-        if not findings:  # what the bodies say once decompressed, unescaped, joined
-            findings = scan_exchanges(all_exchanges(clean), self.redaction, sorted(set(secrets)))
-        if findings:
-            raise CassetteSecretLeak(self.shown(), findings)
-        return data
+            secrets = [v for c in self._requests for v in self.redaction.secret_values(c.headers)]
+        return cassette_bytes(capture, self.redaction, secrets, self.shown())
 
     def shown(self) -> str:
         """The cassette's path as messages show it: relative to the working folder if inside."""
@@ -366,8 +367,8 @@ class CaptureSession:
         sent = self.clock.now()
         with self.lock:
             proof = next((state for state in self._proofs if state.build is not None), None)
-            split = split_exchange(method, url, headers, body)
-            captured = Captured(len(self._requests) + 1, method, url, tuple(headers), body, split)
+            number = len(self._requests) + 1
+            captured = self._bodies.captured(number, method, url, tuple(headers), body)
             captured.sent_ns = sent
             self.hosts_seen.add((urlsplit(url).hostname or "").lower())
             if proof is not None:
@@ -444,7 +445,7 @@ class CaptureSession:
             return self._default_upstreams[key]
 
     def request_of(self, captured: Captured) -> HttpRequest:
-        return request_record(captured.method, captured.url, captured.headers, captured.body)
+        return captured.stored()
 
     def exchange_of(
         self, captured: Captured, response: HttpResponse, ended: int | None = None

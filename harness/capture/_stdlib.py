@@ -23,11 +23,11 @@ from harness.capture._urllib3 import Body, body_bytes, text
 
 if TYPE_CHECKING:
     from harness.capture._config import CaptureConfig
-    from harness.capture._session import CaptureSession
+    from harness.capture._recording import Receiver
 
 __all__ = ["install", "uninstall"]
 
-Current = Callable[[], "tuple[CaptureSession, CaptureConfig] | None"]
+Current = Callable[[], "tuple[Receiver, CaptureConfig] | None"]
 
 _PENDING: Final = "_harness_capture_answer"
 _originals: dict[str, Any] = {}

@@ -27,8 +27,7 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterator
 
     from harness.capture._proof import Ticket
-    from harness.capture._recording import Recording
-    from harness.capture._session import CaptureSession
+    from harness.capture._recording import Receiver, Recording
 
 __all__ = [
     "capture_transport",
@@ -85,18 +84,18 @@ def missing_library(name: str | None = None) -> str:
     return f"capturing through {name} needs the {name} package, which is not installed: {wanted}"
 
 
-def transport_for(session: CaptureSession, name: str) -> Any:
+def transport_for(session: Receiver, name: str) -> Any:
     """A transport of library `name` (sync and async alike) that sends through `session`."""
     return transport_class(library(name))(session)
 
 
-def capture_transport(session: CaptureSession, module: Any, *, upstream: object) -> Any:
+def capture_transport(session: Receiver, module: Any, *, upstream: object) -> Any:
     """A transport of `module` sending through `session`, forwarding to `upstream` (a client's
     own transport) when the session has no upstream of its own."""
     return transport_class(module)(session, upstream=upstream)
 
 
-def client_for(session: CaptureSession, name: str, *, asynchronous: bool, **kwargs: Any) -> Any:
+def client_for(session: Receiver, name: str, *, asynchronous: bool, **kwargs: Any) -> Any:
     """A client of library `name` whose transport sends through `session`."""
     module = library(name)
     kind = module.AsyncClient if asynchronous else module.Client
@@ -108,12 +107,12 @@ class _Adapter:
 
     _module: Any = None
 
-    def __init__(self, session: CaptureSession, *, upstream: object | None = None) -> None:
+    def __init__(self, session: Receiver, *, upstream: object | None = None) -> None:
         self.session = session
         self.upstream = upstream  # the intercepted client's own transport, if any
 
     @property
-    def capture_session(self) -> CaptureSession:
+    def capture_session(self) -> Receiver:
         return self.session
 
     def _upstream(self, asynchronous: bool) -> Any:

@@ -27,14 +27,14 @@ from urllib.parse import urlsplit
 
 if TYPE_CHECKING:
     from harness.capture._config import CaptureConfig
-    from harness.capture._session import CaptureSession
+    from harness.capture._recording import Receiver
 
 __all__ = ["Body", "body_bytes", "install", "text", "uninstall"]
 
 _DEFAULT_PORTS: Final = {"http": 80, "https": 443}
 _originals: dict[str, Any] = {}
 
-Current = Callable[[], "tuple[CaptureSession, CaptureConfig] | None"]
+Current = Callable[[], "tuple[Receiver, CaptureConfig] | None"]
 
 
 def _installed(name: str) -> bool:

@@ -16,19 +16,28 @@ import msgspec
 from harness._shared._errors import (
     EXIT_DRIFT,
     FixtureError,
+    SecretLeak,
 )
-from harness._shared._files import write_files
+from harness._shared._files import write_atomic, write_files
 from harness._shared._paths import FIXTURES, pins_root, project_fixtures, refuse_linked_folder
 from harness._shared._printer import annotation, write_step_summary
-from harness.capture._audit import CassetteAudit, audit_cassette, find_cassettes, summary_lines
-from harness.capture._cassette import load_cassette
+from harness._shared._secrets import Redaction
+from harness.capture._audit import (
+    CassetteAudit,
+    audit_cassette,
+    find_cassettes,
+    summary_lines,
+    whole_requests,
+)
+from harness.capture._cassette import CASSETTE_FORMAT, load_cassette, read_cassette
 from harness.capture._prefix import PrefixChain
+from harness.capture._writing import encode_cassette
 from harness.cli._diff import diff_files
 from harness.cli._lint import caches, check_findings, project_policy, rules_markdown
 from harness.cli._output import out, print_command
-from harness.cli.init._command import init_project
 from harness.cost._read import agreement_by_provider
 from harness.rules._engine import Finding as RuleFinding
+from harness.rules._inputs import cassette_sessions
 from harness.scenarios._check import (
     ScenarioCheck,
     check_fixture,
@@ -126,9 +135,14 @@ def cmd_check(args: argparse.Namespace) -> int:
     fixtures, cassettes = _targets(args.paths)
     with project_policy(args) as policy:
         checks = _check_all(fixtures, args.shuffle, args.seed)
-        audits = [audit_cassette(path) for path in cassettes]
-        found = check_findings(cassettes, policy)
-        agreements = agreement_by_provider(cassettes) if cassettes else {}
+        # Each cassette is read and decoded once; its sessions are analysed once and shared by
+        # the rules and the cost model's agreement.
+        reads = [read_cassette(path) for path in cassettes]
+        audits = [audit_cassette(read) for read in reads]
+        sessions = [s for read in reads for s in cassette_sessions(read.path, read.capture)]
+        del reads
+        found = check_findings(sessions, policy)
+        agreements = agreement_by_provider(cassettes, sessions) if cassettes else {}
     failed = [check for check in checks if not check.ok]
     broken = [audit for audit in audits if not audit.ok]
     errors = [finding for finding in found if finding.severity == "error"]
@@ -291,7 +305,10 @@ def cmd_record(args: argparse.Namespace) -> int:
 
 
 def cmd_refresh(args: argparse.Namespace) -> int:
-    for fixture in _fixtures(args.paths):
+    fixtures, cassettes = _targets(args.paths)
+    for path in cassettes:
+        _refresh_cassette(path)
+    for fixture in fixtures:
         refuse_linked_folder(fixture.folder)
         before = replay_fixture(fixture)
         if before.run is None:
@@ -311,6 +328,23 @@ def cmd_refresh(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _refresh_cassette(path: Path) -> None:
+    """Rewrite a cassette in the format this harness writes (format 3), the same requests byte
+    for byte; a file already in it is left alone."""
+    refuse_linked_folder(path.parent)
+    capture = load_cassette(path)
+    data = encode_cassette(capture, path)
+    findings = Redaction().scan(data)
+    if findings:
+        raise SecretLeak(str(path), findings)
+    if not write_atomic(path, data):
+        out(f"{path}: unchanged")
+    elif capture.format != CASSETTE_FORMAT:
+        out(f"{path}: rewrote format {capture.format} as format {CASSETTE_FORMAT}")
+    else:
+        out(f"{path}: rewrote it")
+
+
 def cmd_diff(args: argparse.Namespace) -> int:
     report = diff_files(Path(args.a), Path(args.b))
     if args.format == "markdown":
@@ -327,10 +361,17 @@ def cmd_show(args: argparse.Namespace) -> int:
     from harness.scenarios._pins import load_pin
 
     fixtures, cassettes = _targets(args.paths)
+    wanted = args.request or ()
     with project_policy(args):
         for path in cassettes:
-            for line in summary_lines(path, load_cassette(path), caching=caches):
-                out(line)
+            capture = load_cassette(path)
+            if not wanted:
+                for line in summary_lines(path, capture, caching=caches):
+                    out(line)
+            if wanted or args.requests:
+                out(f"{path}: the requests as they were sent")
+                for line in whole_requests(capture, wanted):
+                    out(line)
     for fixture in fixtures:
         scenario = fixture.scenario
         out(f"{scenario.name}: {scenario.description}")
@@ -353,4 +394,6 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_init(args: argparse.Namespace) -> int:
+    from harness.cli.init._command import init_project
+
     return init_project(Path(args.path), tests=args.tests, dry_run=args.dry_run, out=out)

@@ -24,6 +24,7 @@ from harness._shared._files import decode, read_checked, with_position
 from harness._shared._views import RequestSplit, prompt_size, view_of_header, view_of_request
 from harness.agent._header import Header, LlmConfig
 from harness.cache._analysis import LintRequest, analyse
+from harness.cache._extends import long_pair
 from harness.cache._verdict import judge_pair
 from harness.capture._audit import request_of
 from harness.capture._cassette import CaptureFile, Exchange
@@ -31,6 +32,7 @@ from harness.drift._compare import compare, compare_values
 from harness.drift._far import FAR
 from harness.drift._report import DriftReport, Loss
 from harness.providers import split_request
+from harness.providers._registry import provider_named
 from harness.scenarios._formats import RequestsFile, ToolSchemasPin
 
 __all__ = ["diff_files"]
@@ -146,7 +148,12 @@ def _diff_requests(
             # no extension (a shorter history, a setting of a level past the cached prefix):
             # what differs, and that nothing cached is lost by it
             kept = Loss(0, 0, f"{b} keeps what {a} caches")
-            report = compare(split_a.view, split_b.view, label_a=str(a), label_b=str(b), loss=kept)
+            view_a, view_b = split_a.view, split_b.view
+            found = provider_named(split_b.provider)
+            if found is not None:  # the API's two spellings of one block are no difference
+                markers = split_a.markers or split_b.markers
+                view_a, view_b = long_pair(view_a, view_b, markers, found.shorthand)
+            report = compare(view_a, view_b, label_a=str(a), label_b=str(b), loss=kept)
         else:
             said = (
                 f"extends: {b} continues {a}'s prefix: every block {a} caches comes first in"

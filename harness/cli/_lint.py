@@ -29,6 +29,7 @@ from harness._shared._errors import EXIT_DRIFT
 from harness._shared._paths import project_fixtures
 from harness.cache._analysis import analyse
 from harness.capture._cassette import Exchange
+from harness.cli._options import fail_on, rules_file
 from harness.cli._output import out
 from harness.providers._pack import (
     AnyRow,
@@ -44,35 +45,45 @@ from harness.providers._pack import (
     rules_pack,
     stale_rows,
 )
-from harness.rules._engine import Finding
+from harness.rules._engine import Finding, Session
 from harness.rules._engine import Policy as RulesPolicy
 from harness.rules._inputs import requests_of_exchanges, sessions_of
 from harness.rules._project import policy_of, project_rules, rows_of
 from harness.rules._registry import lint, registered_rules
 
-__all__ = ["add_arguments", "cmd_lint", "cmd_rules", "finding_lines", "project_policy"]
+__all__ = [
+    "add_arguments",
+    "cmd_lint",
+    "cmd_rules",
+    "finding_lines",
+    "project_policy",
+    "rules_arguments",
+]
 
 
-def add_arguments(
-    lint_parser: argparse.ArgumentParser, rules_parser: argparse.ArgumentParser
-) -> None:
-    lint_parser.add_argument(
+def add_arguments(command: argparse.ArgumentParser) -> None:
+    """`harness lint`'s arguments."""
+    command.add_argument(
         "paths",
         nargs="*",
         help="cassettes, folders of cassettes, request bodies (.json) or sessions (.jsonl);"
         " default ./fixtures",
     )
-    lint_parser.add_argument("--format", choices=("text", "json"), default="text")
-    fail_on(lint_parser)
-    rules_parser.add_argument("--format", choices=("text", "json"), default="text")
-    rules_parser.add_argument(
+    command.add_argument("--format", choices=("text", "json"), default="text")
+    fail_on(command)
+
+
+def rules_arguments(command: argparse.ArgumentParser) -> None:
+    """`harness rules`'s arguments."""
+    command.add_argument("--format", choices=("text", "json"), default="text")
+    command.add_argument(
         "--stale",
         type=_days,
         default=None,
         metavar="DAYS",
         help="list only the rows not checked against their source for more than DAYS days",
     )
-    rules_file(rules_parser)
+    rules_file(command)
 
 
 def _days(value: str) -> int:
@@ -83,26 +94,6 @@ def _days(value: str) -> int:
     if days < 0:
         raise argparse.ArgumentTypeError(f"{value!r} is not a number of days (0 or more)")
     return days
-
-
-def fail_on(command: argparse.ArgumentParser) -> None:
-    command.add_argument(
-        "--fail-on",
-        default="",
-        metavar="RULE,...",
-        help="rules whose findings fail (exit 1), besides the errors; 'all' for every rule",
-    )
-    rules_file(command)
-
-
-def rules_file(command: argparse.ArgumentParser) -> None:
-    command.add_argument(
-        "--rules",
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="the project's rules file (default: harness-rules.json here, when there is one)",
-    )
 
 
 @contextmanager
@@ -157,18 +148,18 @@ def finding_lines(findings: Sequence[Finding]) -> list[str]:
     return [finding.to_text() for finding in findings]
 
 
-def check_findings(cassettes: Sequence[Path], policy: RulesPolicy) -> list[Finding]:
-    """The rules' findings on `harness check`'s cassettes; the gate's certain breaks are the
-    audit's to report (its warnings, of uncertain effect, are findings here)."""
+def check_findings(sessions: Sequence[Session], policy: RulesPolicy) -> list[Finding]:
+    """The rules' findings on `harness check`'s cassettes (their sessions, read once); the
+    gate's certain breaks are the audit's to report (its warnings, of uncertain effect, are
+    findings here)."""
     found: list[Finding] = []
-    for path in cassettes:
-        for session in sessions_of([path]):
-            for finding in lint(session):
-                if finding.rule == "prefix-broken" and (
-                    finding.severity == "error" or session.moves_header
-                ):
-                    continue  # the audit reports these (a moves_header test's as expected)
-                found.append(policy.apply(finding))
+    for session in sessions:
+        for finding in lint(session):
+            if finding.rule == "prefix-broken" and (
+                finding.severity == "error" or session.moves_header
+            ):
+                continue  # the audit reports these (a moves_header test's as expected)
+            found.append(policy.apply(finding))
     return found
 
 

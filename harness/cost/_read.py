@@ -9,6 +9,7 @@ from pathlib import Path
 from harness.cache._replay import Conversation, Step
 from harness.cost._cost import SessionCost, agreement, cost_of
 from harness.cost._simulate import conversations
+from harness.rules._engine import Session
 from harness.rules._inputs import sessions_of
 
 __all__ = ["agreement_by_provider", "conversations_of", "costs"]
@@ -23,11 +24,15 @@ def costs(paths: Sequence[Path], model: str | None = None) -> list[SessionCost]:
     return [cost_of(conversation) for conversation in conversations_of(paths, model)]
 
 
-def agreement_by_provider(paths: Sequence[Path]) -> dict[str, tuple[float, int]]:
+def agreement_by_provider(
+    paths: Sequence[Path], sessions: Sequence[Session] | None = None
+) -> dict[str, tuple[float, int]]:
     """Per provider, the agreement of the predicted cache reads with the recorded counters, and
-    how many requests held counters (providers whose recordings hold none are left out)."""
+    how many requests held counters (providers whose recordings hold none are left out).
+    `sessions`: the paths' sessions already read and analysed (`harness check` shares them)."""
     steps: dict[str, list[Step]] = {}
-    for conversation in conversations_of(paths):
+    found_sessions = sessions_of(paths) if sessions is None else sessions
+    for conversation in (c for s in found_sessions for c in conversations(s)):
         found = [step for step in conversation.steps if step.recorded is not None]
         if found:
             steps.setdefault(conversation.provider, []).extend(found)

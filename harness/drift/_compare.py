@@ -136,7 +136,7 @@ def compare(
     if setting is not None and (not changed or order.index(changed[0]) >= level):
         block, verdict = SETTINGS, setting.word
         if setting.effect == "breaks":
-            kind = "settings"
+            kind = "by-design" if setting.by_design else "settings"
             invalidated = tuple(order[level:])
             first_level = setting.level
             kept = min(start_of(doc_a, order, level), first_byte_difference(prompt_a, prompt_b))

@@ -13,7 +13,7 @@ the caller holds.
 from __future__ import annotations
 
 import difflib
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import msgspec
 
@@ -22,9 +22,6 @@ from harness._shared._printer import around, bounded, clip, redact
 from harness._shared._views import Window, encode_json
 from harness.drift._hints import hints_between
 from harness.drift._parts import Around, Quote, Reproduce, Sentence
-
-if TYPE_CHECKING:
-    from harness.drift._report import DriftReport
 
 __all__ = ["PrintedReport", "printed", "volatile_hints"]
 
@@ -68,8 +65,9 @@ class PrintedReport(msgspec.Struct, frozen=True, omit_defaults=True):
     label_b: str = "actual"
 
 
-def printed(report: DriftReport) -> tuple[int, PrintedReport]:
-    """`report` printed, and the printer's generation it was printed under."""
+def printed(report: Any) -> tuple[int, PrintedReport]:
+    """`report` (a `harness.drift._report.DriftReport`, which imports this module to print
+    itself: it is not named here) printed, and the printer's generation it was printed under."""
     made = _printer.generation()
     reproduce = report.raw_reproduce
     if reproduce is not None:

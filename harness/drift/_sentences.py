@@ -49,7 +49,7 @@ def summary(
         if kind in ("added", "removed", "added-and-removed") and tools is not None:
             what += ("; ", *tool_changes(tools))
         return (f"{verdict}: ", *what, f", {place}; {cost}")
-    if kind in ("settings", "retention", "unknown-setting"):
+    if kind in ("settings", "by-design", "retention", "unknown-setting"):
         changes: list[Sentence] = [
             (
                 f"{key}: ",

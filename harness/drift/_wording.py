@@ -33,6 +33,7 @@ KIND_TEXT: Final[dict[str, str]] = {
     "added-and-removed": "tools added and removed",
     "reorder-and-content": "same tools in another order, and a tool's content changed",
     "settings": "a setting that keys the cache changed",
+    "by-design": "a feature the request uses keys the cache: a level lost by design",
     "cache-ttl": "a cache breakpoint's time to live changed",
     "retention": "the cache's time to live (retention) changed; its effect is not documented",
     "unknown-setting": "a setting no rule knows changed; its cache effect is unknown",

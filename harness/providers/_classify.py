@@ -93,7 +93,11 @@ def vocabulary(provider: str, model: str | None = None, surface: str = "") -> Vo
             continue
         effect: Effect = "retention" if row.effect == "retention" else "breaks"
         settings[field] = Reason(
-            row.word or f"{field}_changed", row.level or None, effect, row.may_reach or None
+            row.word or f"{field}_changed",
+            row.level or None,
+            effect,
+            row.may_reach or None,
+            row.gate == "warning",
         )
     compacted = frozenset(t for row in pack.every(Compaction, provider) for t in row.item_types)
     word = next((row.word for row in pack.every(Compaction, provider)), "")

@@ -35,7 +35,7 @@ from harness.capture._audit import find_cassettes, request_of
 from harness.capture._cassette import CaptureFile, Exchange, load_cassette
 from harness.rules._engine import Session
 
-__all__ = ["requests_of_exchanges", "sessions_of"]
+__all__ = ["cassette_sessions", "requests_of_exchanges", "sessions_of"]
 
 _WRAPPED: Final = frozenset({"url", "body", "time", "response", "headers", "method"})
 _WHAT: Final = "pass a cassette, a folder of cassettes, a request body .json or a session .jsonl"
@@ -92,7 +92,12 @@ def _json_file(path: Path) -> list[Session]:
 
 
 def _cassette(path: Path) -> list[Session]:
-    capture: CaptureFile = load_cassette(path)
+    return cassette_sessions(path, load_cassette(path))
+
+
+def cassette_sessions(path: Path, capture: CaptureFile) -> list[Session]:
+    """The sessions of a cassette already read: the test's exchanges, then each prove_stable
+    call's (what `harness check` shares between the rules and the cost model)."""
     moves = capture.moves_header if isinstance(capture.moves_header, str) else ""
     started = getattr(capture, "started", None)  # format 2 (issue 24): the recording's start
     found = requests_of_exchanges(capture.exchanges, started)

@@ -261,7 +261,7 @@ def _differs(path: Path, data: bytes) -> bool:
     if not path.exists():
         return False
     try:
-        return read_checked(path) != data
+        return read_checked(path, limit=len(data)) != data  # a larger file differs
     except HarnessError:
         return True
 

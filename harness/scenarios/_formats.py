@@ -10,8 +10,8 @@ A scenario lives in `fixtures/<name>/` as four JSON files, each opening with `fo
 - `answers.json`   the model's answers as recorded, which replay feeds back.
 
 Every file goes through the codec in `harness._shared._files` (strict reads, stable pretty JSON in
-wire
-order, atomic writes); its names are re-exported here, where they used to live.
+wire order, atomic writes), and a scenario that decodes but cannot run is refused by
+`harness.scenarios._validation`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import hashlib
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, ClassVar, Final, Literal, TypeVar
 
 import msgspec
 
@@ -221,18 +221,30 @@ class RecordedRequest(
     session_id: str
 
 
+# A recording's files grow with its steps (a session log about 1 KB a step): they are read up to
+# this size (about 250,000 steps), the other files up to the shared 64 MiB; the recorder refuses,
+# in one line, a recording whose file would be over it.
+RECORDING_MAX_BYTES: Final = 256 * 1024 * 1024
+
+
 class LogFile(Versioned, frozen=True, kw_only=True, tag="harness/log"):
+    MAX_BYTES: ClassVar[int | None] = RECORDING_MAX_BYTES
+
     scenario: str
     registration_order: tuple[str, ...] = ()
     events: tuple[RecordedEvent, ...] = ()
 
 
 class RequestsFile(Versioned, frozen=True, kw_only=True, tag="harness/requests"):
+    MAX_BYTES: ClassVar[int | None] = RECORDING_MAX_BYTES
+
     scenario: str
     requests: tuple[RecordedRequest, ...] = ()
 
 
 class AnswersFile(Versioned, frozen=True, kw_only=True, tag="harness/answers"):
+    MAX_BYTES: ClassVar[int | None] = RECORDING_MAX_BYTES
+
     scenario: str
     answers: tuple[ScriptedReply, ...] = ()
 

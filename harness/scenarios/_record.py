@@ -13,8 +13,8 @@ from pathlib import Path
 
 import msgspec
 
-from harness._shared._errors import SecretLeak
-from harness._shared._files import FileContents, encode, write_files
+from harness._shared._errors import FixtureError, SecretLeak
+from harness._shared._files import FileContents, Versioned, encode, size_limit, write_files
 from harness._shared._paths import ANSWERS_FILE, LOG_FILE, REQUESTS_FILE, pins_root
 from harness._shared._secrets import scan_secrets
 from harness.agent._header import TextBlock
@@ -172,9 +172,9 @@ def recording_files(
 ) -> list[FileContents]:
     """The files a recording consists of (and the pin, when this scenario owns it)."""
     log, requests, recorded_answers = recording_of(run)
-    files = [(folder / LOG_FILE, encode(log)), (folder / REQUESTS_FILE, encode(requests))]
+    files = [_bounded(folder / LOG_FILE, log), _bounded(folder / REQUESTS_FILE, requests)]
     if answers:
-        files.append((folder / ANSWERS_FILE, encode(recorded_answers)))
+        files.append(_bounded(folder / ANSWERS_FILE, recorded_answers))
     pin = run.scenario.pin
     if pin is not None and pin.owner and run.headers:
         root = pins if pins is not None else pins_root(folder)
@@ -184,6 +184,20 @@ def recording_files(
         if findings:
             raise SecretLeak(str(path), findings)
     return files
+
+
+def _bounded(path: Path, value: Versioned) -> FileContents:
+    """`value`'s bytes for `path`; a `FixtureError` naming it if the reader would refuse them."""
+    data = encode(value)
+    limit = size_limit(type(value))
+    if len(data) > limit:
+        raise FixtureError(
+            path,
+            f"would be {len(data):,} bytes, over the {limit:,}-byte limit it is read with,"
+            " so the recording is not written",
+            "record fewer steps in one scenario (split it)",
+        )
+    return path, data
 
 
 def write_recording(folder: Path, run: Run, *, answers: bool = True) -> list[Path]:

@@ -21,13 +21,13 @@ import msgspec
 from harness._shared._views import CacheView, view_of_header, view_of_request
 from harness.agent._context import LoadSchedule
 from harness.agent._header import header_bytes, header_equals
-from harness.agent._llm import Request, ScriptedAdapter, ScriptedReply
+from harness.agent._llm import ScriptedAdapter, ScriptedReply
 from harness.drift._compare import compare, compare_values
 from harness.drift._parts import Reproduce
 from harness.drift._report import DriftReport
 from harness.prove.perturb._engine import perturbed
-from harness.prove.perturb._plan import LOAD_SCHEDULE, plans
-from harness.scenarios._formats import Fixture, Scenario
+from harness.prove.perturb._plan import LOAD_SCHEDULE, RunPlan, plans
+from harness.scenarios._formats import Fixture, RecordedRequest, Scenario
 from harness.scenarios._run import Run, owners_of, run_sync
 
 T = TypeVar("T")
@@ -60,10 +60,12 @@ class ShuffleResult:
 def _same_bytes(base: Run, other: Run) -> bool:
     """Whether both runs logged the same header bytes and dispatched the same request bytes.
 
-    Runs of one scenario share most of their parts (the rendered system text, the shared frozen
-    tool copies, often the very header), so requests are compared field by field, a field's
-    encoding only when the two fields are not the same object; any difference found that way is
-    confirmed on the whole encodings, so the answer is exactly "the bytes are equal".
+    The recorder keeps every dispatched request as the requests file does: its fields, and its
+    messages as their count and SHA-256, carried forward message by message as the conversation
+    grows (`scenarios._run.MessagesDigester`). So a request is compared by its digest and its
+    other fields, a field's encoding only when the two are not the same object (runs of one
+    scenario share the rendered system text and the frozen tool copies): per step, the cost is
+    what that step adds, never the whole conversation again.
     """
     base_headers, other_headers = base.headers, other.headers
     if len(base_headers) != len(other_headers):
@@ -72,19 +74,19 @@ def _same_bytes(base: Run, other: Run) -> bool:
         header_equals(a, b) for (_, a), (_, b) in zip(base_headers, other_headers, strict=True)
     ):
         return False
-    base_requests, other_requests = base.recorder.full_requests, other.recorder.full_requests
+    base_requests, other_requests = base.recorder.dispatched, other.recorder.dispatched
     if len(base_requests) != len(other_requests):
         return False
     return all(_same_request(a, b) for a, b in zip(base_requests, other_requests, strict=True))
 
 
-def _same_request(a: Request, b: Request) -> bool:
+def _same_request(a: RecordedRequest, b: RecordedRequest) -> bool:
     if a is b:
         return True
     fields = zip(msgspec.structs.astuple(a), msgspec.structs.astuple(b), strict=True)
-    if all(x is y or (_present(x) and _present(y) and _encode(x) == _encode(y)) for x, y in fields):
-        return True  # every field encodes the same, so the whole request does
-    return _encode(a) == _encode(b)
+    return all(
+        x is y or (_present(x) and _present(y) and _encode(x) == _encode(y)) for x, y in fields
+    )
 
 
 def _present(value: object) -> bool:
@@ -105,9 +107,22 @@ def _first_differing(
 
 
 def _first_drift(
-    base: Run, other: Run, reproduce: Reproduce, owners: dict[str, str | None]
+    base: Run,
+    other: Run,
+    reproduce: Reproduce,
+    owners: dict[str, str | None],
+    *,
+    digested: bool = False,
 ) -> DriftReport | None:
-    base_requests, other_requests = base.recorder.full_requests, other.recorder.full_requests
+    """The report of the first request (or header) the runs differ in; `digested`: from the
+    requests as the recorder digested them (when the runs made again no longer differ)."""
+    recorder_a, recorder_b = base.recorder, other.recorder
+    base_requests: Sequence[object] = (
+        recorder_a.dispatched if digested else recorder_a.full_requests
+    )
+    other_requests: Sequence[object] = (
+        recorder_b.dispatched if digested else recorder_b.full_requests
+    )
     base_headers, other_headers = base.headers, other.headers
     found = _first_differing(
         zip(base_requests, other_requests, strict=False), msgspec.json.encode, view_of_request
@@ -130,6 +145,27 @@ def _first_drift(
     return None
 
 
+def _run(
+    scenario: Scenario,
+    answers: Sequence[ScriptedReply],
+    plan: RunPlan,
+    schedule: LoadSchedule,
+    *,
+    whole: bool = False,
+) -> Run:
+    """One run of the shuffle: its requests digested (`whole`: kept whole, for a report)."""
+    with perturbed(plan):
+        return run_sync(
+            scenario,
+            ScriptedAdapter(answers, keep_requests=whole),
+            schedule=schedule,
+            rebuild=False,
+            session_id=SHUFFLE_SESSION,
+            keep_requests=whole,
+            share_conversation=not whole,
+        )
+
+
 def shuffle_scenario(
     scenario: Scenario,
     answers: Sequence[ScriptedReply],
@@ -138,35 +174,37 @@ def shuffle_scenario(
     seed: int = 0,
     command: str | None = None,
 ) -> ShuffleResult:
-    """Run `scenario` under `count` load schedules and compare every run with the first."""
+    """Run `scenario` under `count` load schedules and compare every run with the first.
+
+    Runs keep their requests as digests; when two differ, both runs are made again keeping their
+    requests whole (a run is a function of its plan and schedule), for the report to say what
+    moved and where.
+    """
     names = [plugin.name for plugin in scenario.plugins]
     owners = owners_of(scenario)
     load_orders = schedules(names, count, seed)
-    base: Run | None = None
+    base: tuple[Run, RunPlan, LoadSchedule] | None = None
     runs = 0
     for plan in plans(count, seed):
         schedule = load_orders[plan.index] if plan.perturbs(LOAD_SCHEDULE) else load_orders[0]
-        with perturbed(plan):
-            run = run_sync(
-                scenario,
-                ScriptedAdapter(answers),
-                schedule=schedule,
-                rebuild=False,
-                session_id=SHUFFLE_SESSION,
-            )
+        run = _run(scenario, answers, plan, schedule)
         runs += 1
         if base is None:
-            base = run
+            base = (run, plan, schedule)
             continue
-        if _same_bytes(base, run):
+        if _same_bytes(base[0], run):
             continue
         reproduce = Reproduce(
             seed=seed,
-            order_a=tuple(base.registration_order),
+            order_a=tuple(base[0].registration_order),
             order_b=tuple(run.registration_order),
             command=command,
         )
-        report = _first_drift(base, run, reproduce, owners)
+        whole_base = _run(scenario, answers, base[1], base[2], whole=True)
+        whole_run = _run(scenario, answers, plan, schedule, whole=True)
+        report = _first_drift(whole_base, whole_run, reproduce, owners) or _first_drift(
+            base[0], run, reproduce, owners, digested=True
+        )
         message = (
             "" if report is not None else "the runs differ but no header or request drift was found"
         )

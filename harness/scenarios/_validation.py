@@ -14,8 +14,9 @@ scenario whose turn fails on purpose (a tool order naming an unregistered tool, 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import msgspec
 
@@ -23,15 +24,32 @@ from harness._shared._errors import InvalidScenario
 from harness.agent._apps import APP_CONFIGS, app_config
 from harness.agent._tool_order import ToolOrderError, validate_tool_order
 
-if TYPE_CHECKING:
-    from harness.scenarios._formats import Scenario
+
+class _Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+class Bootable(Protocol):
+    """What this check reads of a scenario (`harness.scenarios._formats.Scenario`, which calls
+    it while it reads a scenario folder: the format is above its validation, never named here)."""
+
+    @property
+    def app(self) -> str: ...
+
+    @property
+    def config(self) -> Any: ...
+
+    @property
+    def plugins(self) -> Sequence[_Named]: ...
+
 
 __all__ = ["check_scenario_input"]
 
 _AT = re.compile(r" - at `\$")
 
 
-def check_scenario_input(scenario: Scenario, path: Path | str) -> None:
+def check_scenario_input(scenario: Bootable, path: Path | str) -> None:
     """`InvalidScenario` naming `path` and the field when the runtime could not boot `scenario`."""
     _check_config(scenario, path)
     seen: dict[str, int] = {}
@@ -48,7 +66,7 @@ def check_scenario_input(scenario: Scenario, path: Path | str) -> None:
         seen[plugin.name] = index
 
 
-def _check_config(scenario: Scenario, path: Path | str) -> None:
+def _check_config(scenario: Bootable, path: Path | str) -> None:
     kind = APP_CONFIGS[scenario.app]
     try:
         config = app_config(scenario.app, scenario.config)

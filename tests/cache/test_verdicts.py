@@ -241,6 +241,12 @@ def test_an_image_added_in_a_new_turn_loses_the_messages_cache_only(
     ]
     code, report = diff(tmp_path, capsys, with_image, next_turn)
     assert (code, report["verdict"]) == (0, "extends")
+    # the gate: an image sent on purpose loses the messages by the provider's design, so it is
+    # reported as a warning, never a failure; a tool added the same turn is still an error
+    assert lint(tmp_path, capsys, first, with_image) == [("prefix-broken", "warning", 1)]
+    tooled = copy.deepcopy(with_image)
+    tooled["tools"] = [{"name": "zoom", "description": "Zoom in.", "input_schema": {}}]
+    assert ("prefix-broken", "error", 1) in lint(tmp_path, capsys, first, tooled)
 
 
 def test_a_thinking_change_says_the_earlier_levels_some_models_lose(
@@ -283,3 +289,21 @@ def test_an_unread_pre_warm_is_named_as_one(
     # near miss: an ordinary request is an ordinary unread write
     plain = unread(asked("10:10", 1024), asked("10:11", 1024), asked("10:12", 1024))
     assert plain and all(m.startswith("the cache write of ~") for m in plain)
+
+
+def test_diff_shows_the_real_difference_not_the_apis_two_spellings(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the marked long form, then the string shorthand without a marker: nothing cached is lost
+    # (the same system), and what differs is the marker, not the system's text
+    text = "You plan trips. " * 300
+    marked = {
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 100,
+        "system": [{"type": "text", "text": text, "cache_control": MARK}],
+        "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}],
+    }
+    short = {**marked, "system": text, "messages": [{"role": "user", "content": "hi"}]}
+    _, report = diff(tmp_path, capsys, marked, short)
+    assert report["tokens_lost"] == 0
+    assert report["pointer"] == "/system/0/cache_control"

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
+from tests.support.cassettes import whole_document
 from tests.support.inner import inner_pytest
 
 CONFTEST = r"""
@@ -166,7 +167,7 @@ def test_harness_check_fails_a_cohere_cassette_whose_tools_were_reordered(
 ) -> None:
     inner_pytest(project, "-p", "no:randomly", "--harness-mode=record", "-k", "cohere")
     (cassette,) = Path(project.path).rglob("*.json")
-    data = json.loads(cassette.read_text())
+    data = whole_document(cassette)
     assert main(["check", str(project.path)]) == 0  # the near miss: as recorded
     data["exchanges"][1]["request"]["json"]["tools"].reverse()  # a bad re-record, by hand
     cassette.write_text(json.dumps(data, indent=2))

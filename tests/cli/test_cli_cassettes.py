@@ -17,6 +17,7 @@ import pytest
 from harness._shared._files import SecretWarning
 from harness.capture import CaptureSession
 from harness.cli import main
+from tests.support.cassettes import whole_document
 from tests.support.stand_ins import anthropic_message
 
 TOOLS = ["get_weather", "get_forecast", "geocode"]
@@ -107,7 +108,7 @@ def test_check_fails_on_unredacted_headers_and_key_shaped_strings(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = record(tmp_path / "leaky.json")
-    data = json.loads(path.read_text())
+    data = whole_document(path)
     headers = data["exchanges"][0]["request"]["headers"]
     data["exchanges"][0]["request"]["headers"] = [
         [name, "plain-value-123456" if name == "authorization" else value]
@@ -200,3 +201,67 @@ def test_show_summarises_a_cassette(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert "claude-test" in lines[1] and "tools get_weather, get_forecast, geocode" in lines[1]
     assert "3 messages" in lines[2] and "prefix: breakpoint" in lines[2]
     assert lines[-1] == "  prefix chain: anthropic 2 (judged 1)"
+
+
+def test_show_prints_whole_requests_as_they_were_sent(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = record(tmp_path / "turn.json")
+    stored = json.loads(path.read_text())["exchanges"][1]["request"]
+    assert stored["extends"] == 1 and "json" not in stored  # the file holds what it adds
+    code, out, _ = cli(capsys, "show", str(path), "--requests")
+    assert code == 0
+    assert f"{path}: the requests as they were sent" in out
+    second = out[out.index("exchange 2: POST https://api.anthropic.com/v1/messages") :]
+    sent = whole_document(path)["exchanges"][1]["request"]["json"]
+    body = second[second.index("{") : second.rindex("}") + 1]
+    assert json.loads(body) == sent  # the whole body, not the edits
+    assert '"content": "And then?"' in body and '"name": "geocode"' in body
+    assert "authorization: [redacted]" in second
+
+
+def test_show_prints_one_request_or_names_the_ones_it_holds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = record(tmp_path / "turn.json")
+    code, out, _ = cli(capsys, "show", str(path), "--request", "2")
+    assert code == 0 and "exchange 1:" not in out and "exchange 2: POST" in out
+    assert "cassette, 2 exchanges" not in out  # the summary is not asked for
+    code, _, err = cli(capsys, "show", str(path), "--request", "3")
+    assert code == 2
+    assert "--request 3: the cassette holds exchanges 1 to 2" in err
+
+
+def test_refresh_rewrites_a_format_2_cassette_as_format_3_with_the_same_requests(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    path = record(tmp_path / "fixtures" / "cassettes" / "test_turn.json")
+    document = whole_document(path)
+    document["format"] = 2
+    path.write_text(json.dumps(document, indent=2) + "\n")
+    before = whole_document(path)["exchanges"]
+    assert '"json"' in path.read_text() and '"extends"' not in path.read_text()
+    code, out, _ = cli(capsys, "refresh")
+    assert code == 0
+    assert f"{Path('fixtures/cassettes/test_turn.json')}: rewrote format 2 as format 3" in out
+    assert json.loads(path.read_text())["format"] == 3
+    assert '"extends": 1' in path.read_text()
+    assert whole_document(path)["exchanges"] == before
+    assert cli(capsys, "refresh")[1].strip().endswith("test_turn.json: unchanged")
+    assert cli(capsys, "check")[0] == 0
+
+
+def test_refresh_writes_nothing_under_ci(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    path = record(tmp_path / "fixtures" / "cassettes" / "test_turn.json")
+    document = whole_document(path)
+    document["format"] = 2
+    path.write_text(json.dumps(document, indent=2) + "\n")
+    before = path.read_bytes()
+    monkeypatch.setenv("CI", "true")
+    code, _, err = cli(capsys, "refresh")
+    assert code == 2 and "refusing to write under CI" in err
+    assert path.read_bytes() == before

@@ -17,7 +17,7 @@ import pytest
 pytest.importorskip("vcr")
 pytest.importorskip("yaml")
 
-from bench import peers, transcript
+from bench import peers, processes, transcript
 from bench.__main__ import Plan, main, run
 from bench.bodies import dispatched_requests
 from bench.figures import goals, to_json
@@ -45,6 +45,8 @@ TOY = Plan(
     plugins=5,
     system_bytes=2_000,
     format_repeats=1,
+    process_steps=3,
+    process_rounds=1,
 )
 ISSUE_KEYS = (
     "ratio_vs_strongest_peer",
@@ -191,6 +193,46 @@ def test_each_peer_fails_on_a_request_that_differs(
             checker.run()
     else:
         assert checker.run() == 12
+
+
+@pytest.mark.slow
+def test_the_commands_run_as_processes_against_their_floors(figures) -> None:  # type: ignore[no-untyped-def]
+    rows = {(row.what, row.kind): row for row in figures.processes}
+    assert set(rows) == {
+        ("harness --help", "start-up"),
+        ("harness lint", "start-up"),
+        ("harness check", "cassette"),
+        ("harness check --shuffle 0", "cassette"),
+        ("harness lint", "cassette"),
+        ("harness cost", "cassette"),
+        ("harness check", "scenario"),
+        ("harness check --shuffle 0", "scenario"),
+    }
+    for row in rows.values():
+        assert row.seconds > 0 and row.floor_s > 0 and row.runs == 1
+        assert row.spread[0] <= row.ratio * 1.0001 and row.spread[1] >= row.ratio * 0.9999
+    text = render(figures)
+    assert "`harness check`, a process (start-up included)" in text
+    assert "`harness lint` (a project with one small cassette) within 3.0x" in text
+
+
+def test_a_command_that_fails_is_an_error_never_a_time(tmp_path: Path) -> None:
+    """The near miss of every process row: `harness check` on a folder that does not exist
+    exits 2, and the bench stops instead of timing the error."""
+    command = processes.Command("harness check", [*processes.HARNESS, "check", "nowhere"], tmp_path)
+    with pytest.raises(RuntimeError, match="harness check exited 2"):
+        command.run()
+    assert command.times == []
+    processes.Command("harness --help", [*processes.HARNESS, "--help"], tmp_path).run()
+
+
+def test_a_recorded_cassette_is_format_3_and_checks(tmp_path: Path, recorded: Path) -> None:
+    cassette = processes.record_cassette(
+        dispatched_requests(load_fixture(recorded)), tmp_path / "fixtures" / "cassettes" / "c.json"
+    )
+    stored = json.loads(cassette.read_bytes())
+    assert stored["format"] == 3 and len(stored["exchanges"]) == 12
+    assert sum("extends" in e["request"] for e in stored["exchanges"]) == 11
 
 
 def test_writing_the_figures_replaces_only_what_is_between_the_markers(

@@ -17,6 +17,7 @@ import pytest
 
 import harness._shared._files
 from harness._shared._files import MAX_FILE_BYTES
+from harness.scenarios._formats import RECORDING_MAX_BYTES
 from tests.support.inner import inner_pytest
 from tests.support.paths import copy_project
 
@@ -131,13 +132,13 @@ def test_every_file_kind_is_read_strictly(project: Path, cli: Cli, file: str, da
         assert "format version 99" in line
 
 
-def test_a_100_mb_file_is_refused_by_its_size_before_it_is_read(
+def test_a_300_mb_log_is_refused_by_its_size_before_it_is_read(
     project: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     log = project / LOG
-    with log.open("r+b") as handle:  # sparse: no 100 MB is written or allocated
-        handle.truncate(100 * 1024 * 1024)
-    assert log.stat().st_size > MAX_FILE_BYTES
+    with log.open("r+b") as handle:  # sparse: no 300 MB is written or allocated
+        handle.truncate(300 * 1024 * 1024)
+    assert log.stat().st_size > RECORDING_MAX_BYTES > MAX_FILE_BYTES  # a log may be longer
     read_bytes = Path.read_bytes
 
     def guarded(self: Path) -> bytes:
@@ -151,7 +152,7 @@ def test_a_100_mb_file_is_refused_by_its_size_before_it_is_read(
     assert code == 2
     line = one_line(err)
     assert LOG in line
-    assert "104,857,600 bytes" in line and f"{MAX_FILE_BYTES:,}-byte limit" in line
+    assert "314,572,800 bytes" in line and f"{RECORDING_MAX_BYTES:,}-byte limit" in line
     assert out == ""
 
 
@@ -280,7 +281,7 @@ def test_every_reader_honours_the_size_limit(
 # -- the pytest plugin: damaged recordings are collection errors --------------------------------
 
 
-def _sparse_100_mb(data: bytes) -> bytes:
+def _sparse_300_mb(data: bytes) -> bytes:
     return b""  # replaced by a sparse file below: nothing is allocated
 
 
@@ -291,7 +292,7 @@ DAMAGES: dict[str, Damage] = {
     "multi-step/answers.json": lambda d: b'{"hello": "world"}\n',
     "text-turn/scenario.json": lambda d: d[:40] + b"\xff" + d[40:],
     "wrong-type/log.json": _replace(b'"turn": 1', b'"turn": "one"'),
-    "huge/requests.json": _sparse_100_mb,
+    "huge/requests.json": _sparse_300_mb,
 }
 
 
@@ -304,8 +305,8 @@ def test_a_damaged_recording_is_a_collection_error_naming_the_file(
     for name, damage in DAMAGES.items():
         path = pytester.path / "fixtures" / name
         path.write_bytes(damage(path.read_bytes()))
-        if damage is _sparse_100_mb:
-            os.truncate(path, 100 * 1024 * 1024)
+        if damage is _sparse_300_mb:
+            os.truncate(path, 300 * 1024 * 1024)
     pytester.makeini("[pytest]\nharness_collect = true\ntestpaths = fixtures\n")
 
     result = inner_pytest(
@@ -319,7 +320,7 @@ def test_a_damaged_recording_is_a_collection_error_naming_the_file(
         assert f"ERROR collecting fixtures/{folder}/scenario.json" in out
         # the collection error is the codec's one line naming the damaged file, not a traceback
         assert re.search(rf"^harness: \S*fixtures/{re.escape(name)}: ", out, re.MULTILINE), name
-    assert "at `$.events[0].turn`" in out and f"over the {MAX_FILE_BYTES:,}-byte limit" in out
+    assert "at `$.events[0].turn`" in out and f"over the {RECORDING_MAX_BYTES:,}-byte limit" in out
     assert "Traceback" not in out
     assert "INTERNALERROR" not in out
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from harness.capture import CaptureSession, load_cassette
+from tests.support.cassettes import whole_document
 from tests.support.inner import inner_pytest
 
 from .conftest import Cli, one_line
@@ -74,14 +75,15 @@ def test_sequential_requests_keep_the_order_they_were_sent_in(tmp_path: Path) ->
         ticket = session.receive("POST", URL, HEADERS, body(city))
         session.complete(ticket, 200, HEADERS, answer(city))
     ((_, data),) = session.finish().files
-    texts = [e["request"]["json"]["messages"][0]["content"] for e in json.loads(data)["exchanges"]]
+    exchanges = whole_document(data)["exchanges"]
+    texts = [e["request"]["json"]["messages"][0]["content"] for e in exchanges]
     assert texts == ["Weather in c?", "Weather in a?", "Weather in b?"]
 
 
 def test_each_exchange_keeps_its_real_timing_beside_it(tmp_path: Path) -> None:
     data = interleaved(tmp_path, "abc", "cba")
     document = json.loads(data)
-    assert document["format"] == 2
+    assert document["format"] == 3
     assert datetime.fromisoformat(document["started"]).tzinfo is not None
     timings = [exchange["timing"] for exchange in document["exchanges"]]
     assert min(t["start_ms"] for t in timings) == 0
@@ -93,7 +95,7 @@ def test_each_exchange_keeps_its_real_timing_beside_it(tmp_path: Path) -> None:
 def test_a_format_1_cassette_still_loads_and_replays(tmp_path: Path) -> None:
     path = tmp_path / "c.json"
     path.write_bytes(interleaved(tmp_path, "abc", "abc"))
-    document = json.loads(path.read_bytes())
+    document = whole_document(path)
     document["format"] = 1
     for exchange in document["exchanges"]:
         del exchange["timing"]
@@ -188,7 +190,7 @@ def test_re_recording_unchanged_concurrent_code_leaves_the_cassette_as_it_was(
 
 def as_format_1(path: Path) -> None:
     """The cassette as the harness wrote it before timing was kept (format 1)."""
-    document = json.loads(path.read_bytes())
+    document = whole_document(path)
     document["format"] = 1
     del document["started"]
     for exchange in document["exchanges"]:
@@ -213,7 +215,7 @@ def test_harness_check_still_finds_drift_in_a_format_1_cassette(cassettes: Path,
 
 def test_a_cassette_of_a_later_format_is_refused_in_one_line(cassettes: Path, cli: Cli) -> None:
     path = cassettes / "test_clean.json"
-    path.write_bytes(path.read_bytes().replace(b'"format": 2', b'"format": 3', 1))
+    path.write_bytes(path.read_bytes().replace(b'"format": 3', b'"format": 4', 1))
     code, _, err = cli("check")
     assert code == 2
-    assert "has format version 3; this harness reads version 1 and 2" in one_line(err)
+    assert "has format version 4; this harness reads version 1, 2 and 3" in one_line(err)

@@ -22,6 +22,7 @@ import httpx2
 import pytest
 
 from harness.capture import CaptureError, CaptureSession, LateRequestWarning, _owner
+from tests.support.cassettes import whole_document
 from tests.support.inner import inner_pytest
 from tests.support.stand_ins import anthropic_message
 
@@ -101,7 +102,7 @@ def test_b():
 
 
 def questions(cassette: object) -> list[str]:
-    document = json.loads(cassette.read_bytes())  # type: ignore[attr-defined]
+    document = whole_document(cassette.read_bytes())  # type: ignore[attr-defined]
     requests = [e["request"] for e in document["exchanges"]]
     # a body the client sent as compact JSON is stored as `json`; a spaced one, as its `text`
     bodies = [r["json"] if "json" in r else json.loads(r["text"]) for r in requests]
