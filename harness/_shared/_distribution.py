@@ -20,6 +20,8 @@ DISTRIBUTION: Final = "prompt-cache-harness"
 EXTRAS: Final = {
     "pytest": "pytest, pytest-randomly and syrupy: the pytest plugin and its fixtures",
     "capture": "httpx2: capture SDK traffic (an SDK that brings httpx2 or httpx will do too)",
+    "scan": "duckdb, pyarrow, zstandard and pyyaml: harness scan on production traces",
+    "dask": "dask[dataframe,distributed]: harness scan --engine dask, beyond one machine",
 }
 
 

@@ -254,9 +254,22 @@ def long_pair(
     )
 
 
+def _unmarked_equal(a: Any, b: Any, markers: tuple[str, ...]) -> bool:
+    """Whether `a` and `b` are equal values with no marker key anywhere in them: then pairing
+    them changes nothing, and each is returned as it is (its own key order, its own numbers'
+    spelling, so the encoded comparison after still sees any difference the bytes hold). The
+    equality and the encoding run in C: a long conversation's repeated turns cost no walk."""
+    if not isinstance(a, dict | list) or type(a) is not type(b) or a != b:
+        return False
+    encoded = encode_json(a)
+    return not any(b'"' + key.encode() + b'"' in encoded for key in markers)
+
+
 def _pair(
     a: Any, b: Any, markers: tuple[str, ...], shorthand: Shorthand | None = None
 ) -> tuple[Any, Any]:
+    if _unmarked_equal(a, b, markers):
+        return a, b
     if shorthand is not None:
         a, b = _long_forms(a, b, markers, shorthand)
     if isinstance(a, dict) and isinstance(b, dict):

@@ -193,6 +193,14 @@ COMMANDS: Final = (
         "harness.cli._cost:report_arguments",
     ),
     Command(
+        "scan",
+        "harness.cli._scan:cmd_scan",
+        "judge production traces (OTel, OpenInference, Langfuse, LiteLLM, Helicone, Bedrock,"
+        " proxy JSONL, cassettes) by the cache model: which sessions broke their cached prefix,"
+        " where, and what it cost; exit 1 on a break",
+        "harness.cli._scan:add_arguments",
+    ),
+    Command(
         "init",
         f"{_COMMANDS}:cmd_init",
         "set up a project: pytest configuration, a conftest with harness_upstream and "

@@ -21,7 +21,7 @@ from harness._shared._printer import MARKER, line, redact
 from harness.cost._report import Item, Row
 from harness.cost._text import money, percent
 
-__all__ = ["render_html"]
+__all__ = ["escaped", "page", "render_html"]
 
 _CSS: Final = """
 body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#1d2430;background:#fff}
@@ -43,6 +43,19 @@ _TOKEN: Final = re.compile(r'[^",:{}\[\]]{1,40}')
 def _t(text: str, limit: int = 400) -> str:
     """A text as the page shows it: redacted, on one line, cut, escaped."""
     return escape(line(text, limit))
+
+
+escaped = _t  # what another page made on this one (harness scan --html) shows text through
+
+
+def page(title: str, body: str) -> str:
+    """The self-contained page (inline CSS, no script, nothing fetched) around `body`, HTML
+    made of escaped text; `title` is escaped here."""
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        f"<title>{_t(title, 200)}</title>"
+        f"<style>{_CSS}</style></head><body>{body}</body></html>\n"
+    )
 
 
 def _figures(item: Item) -> str:
@@ -199,14 +212,12 @@ def render_html(items: Sequence[Item]) -> str:
             f"<h3>First divergence</h3>{_divergence(item)}"
             f"<h3>Findings</h3>{_findings(item)}<h3>Agreement</h3>{_agreement(item)}</section>"
         )
-    return (
-        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-        "<title>harness report: prompt-cache cost</title>"
-        f"<style>{_CSS}</style></head><body><h1>Prompt-cache cost</h1>"
+    return page(
+        "harness report: prompt-cache cost",
+        "<h1>Prompt-cache cost</h1>"
         f'<p class="total">{len(items)} conversation(s): <b data-figure="total_usd"'
         f' data-value="{total}">{escape(money(total))}</b> ({escape(money(without))} without'
         " the cache). Prices are list prices as checked on the date shown (or the project's);"
         " tokens are estimates; provider-side eviction and routing are not known.</p>"
-        + "".join(sections)
-        + "</body></html>\n"
+        + "".join(sections),
     )

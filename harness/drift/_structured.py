@@ -7,11 +7,17 @@ paths still start at the whole value. When even the first differing value is too
 is that value's change alone (the region around its first difference), and a note says so. The
 result is raw: its keys and strings are redacted and bounded when the report is printed
 (`harness.drift._printed`).
+
+A caller that never shows the structured diff turns it off for what it runs
+(`without_structured_diff()`): `harness scan` judges thousands of breaks and prints their
+verdict, place and cost, never a deepdiff, which is most of a break's cost (about 50 ms each).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, Final
 
 import msgspec
@@ -21,14 +27,28 @@ from harness.drift._locate import resolve
 from harness.drift._tools import tools_by_name
 from harness.drift._wording import ABSENT
 
-__all__ = ["DEEPDIFF_INPUT", "structured_diff"]
+__all__ = ["DEEPDIFF_INPUT", "structured_diff", "without_structured_diff"]
 
 DEEPDIFF_INPUT: Final = 256 * 1024  # bytes a side the structured diff is run on, at most
+_WANTED: ContextVar[bool] = ContextVar("structured_diff_wanted", default=True)
+_SKIPPED: Final = {"note": "structured diff not made (its caller shows none)"}
+
+
+@contextmanager
+def without_structured_diff() -> Iterator[None]:
+    """Reports made inside carry no structured diff (a note says so)."""
+    token = _WANTED.set(False)
+    try:
+        yield
+    finally:
+        _WANTED.reset(token)
 
 
 def structured_diff(a: Any, b: Any, path: Sequence[str], size: int) -> dict[str, Any]:
     """The structured diff of the smallest part along `path` (the first difference) that fits
     DEEPDIFF_INPUT bytes a side; the whole values when they fit."""
+    if not _WANTED.get():
+        return dict(_SKIPPED)
     at: list[str] = []
     if size > DEEPDIFF_INPUT:
         for token in path:

@@ -307,3 +307,23 @@ def test_diff_shows_the_real_difference_not_the_apis_two_spellings(
     _, report = diff(tmp_path, capsys, marked, short)
     assert report["tokens_lost"] == 0
     assert report["pointer"] == "/system/0/cache_control"
+
+
+def test_values_python_calls_equal_but_the_bytes_do_not_are_a_break(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # 1 and 1.0 and true, or two key orders, are equal in Python and other bytes to the cache
+    schema = {"type": "object", "properties": {"n": {"type": "integer", "maximum": 1}}}
+    tool = {"name": "count", "description": "Count.", "input_schema": schema}
+    first = claude(1100, tools=[tool])
+    same = claude(1100, turns=2, tools=[copy.deepcopy(tool)])
+    assert lint(tmp_path, capsys, first, same) == []
+    for changed in (1.0, True):
+        other = copy.deepcopy(tool)
+        other["input_schema"]["properties"]["n"]["maximum"] = changed
+        later = claude(1100, turns=2, tools=[other])
+        assert lint(tmp_path, capsys, first, later) == [("prefix-broken", "error", 1)]
+    swapped = copy.deepcopy(tool)
+    swapped["input_schema"] = {"properties": schema["properties"], "type": "object"}
+    later = claude(1100, turns=2, tools=[swapped])
+    assert lint(tmp_path, capsys, first, later) == [("prefix-broken", "error", 1)]

@@ -1,12 +1,13 @@
 """Every extra declares what it imports, and nothing imports what its install did not bring.
 
 Read from the sources: every third-party import in `harness/` (the wheel's code) is a
-distribution of `dependencies` or of the `pytest` or `capture` extra; in `bench/`, of
-`dependencies` or the `bench` extra. What runs at start-up is narrower: the modules `harness`,
-`harness.cli` and `harness.capture` import when they are imported (module level, following the
-harness's own imports, leaving out `if TYPE_CHECKING:` and imports guarded by `except
-ImportError`) need only `dependencies`; the pytest plugin adds only the `pytest` extra. Functions
-import an extra's package when a user calls them (the capture transports, syrupy's extension).
+distribution of `dependencies` or of an extra (`pytest`, `capture`, `tokens`, `scan`, `dask`);
+in `bench/`, of `dependencies` or the `bench` or `scan` extra. What runs at start-up is
+narrower: the modules `harness`, `harness.cli` and `harness.capture` import when they are
+imported (module level, following the harness's own imports, leaving out `if TYPE_CHECKING:`
+and imports guarded by `except ImportError`) need only `dependencies`; the pytest plugin adds
+only the `pytest` extra. Functions import an extra's package when a user calls them (the
+capture transports, syrupy's extension).
 
 The scan is checked against sources written to contain the bugs it exists for.
 `tests/project/test_wheel.py` shows the same at run time, in an environment holding only what the
@@ -32,7 +33,10 @@ from tests.support.paths import ROOT
 
 FIRST_PARTY = {"harness", "bench", "__future__"}
 # The extras the code in each folder may use ("" is the bare install's `dependencies`).
-MAY_USE = {"harness": ("", "pytest", "capture", "tokens"), "bench": ("", "bench")}
+MAY_USE = {
+    "harness": ("", "pytest", "capture", "tokens", "scan", "dask"),
+    "bench": ("", "bench", "scan"),  # bench/scan.py writes its digest table with pyarrow
+}
 # The client libraries capture patches when a project has them installed (decision 0019), and
 # aiohttp's own multidict and yarl: imported inside functions, after `find_spec` found them, so
 # never a dependency; they are in the `test` extra only.

@@ -1,0 +1,226 @@
+"""`python -m bench.scan`: `harness scan` against its floor, both tiers, both engines, memory.
+
+For each size (100k and 1M requests; `--quick`: 20k and 100k) it writes synthetic traces
+(`bench.scan_data`: proxy JSONL with 7 KB bodies and 1% breaks, and the same sessions as a
+Parquet digest table) and measures, each in a fresh process so CPU time and peak RSS are its own:
+- the floor: DuckDB reading the same file and hashing each row (`hash()` of each line of the
+  JSONL; of the digest columns of the Parquet), the least any engine spends on that input;
+- the digest tier: `harness scan digests.parquet` (DuckDB);
+- the byte tier: `harness scan bytes.jsonl` (DuckDB), its findings checked against the breaks
+  planted (a run that found other breaks is refused, not timed);
+- Dask on one machine (`--engine dask --workers 2`) on the smaller size's JSONL.
+Requests per second per core are requests over the process's CPU seconds (user + system, its
+children included: Dask's worker processes), so a loaded machine's wall clock does not enter
+them; each figure is the median of `--repeat` runs with its spread (min-max). Progress goes to
+stderr; stdout is the Markdown table. Targets (issue 31): the digest tier within 3x of its
+floor; the byte tier at least 20k requests/s per core; peak RSS flat from 100k to 1M.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from bench.scan_data import write_digests, write_jsonl
+
+FLOOR_JSONL = (
+    'import duckdb,sys; c=duckdb.connect(); c.execute("SET threads=1");'
+    " print(c.execute(\"SELECT count(*), sum(hash(l)) FROM read_csv(?, columns={'l': 'VARCHAR'},"
+    " delim=chr(1), quote='', escape='', header=false, max_line_size=100000000)\","
+    " [sys.argv[1]]).fetchone())"
+)
+FLOOR_PARQUET = (
+    'import duckdb,sys; c=duckdb.connect(); c.execute("SET threads=1");'
+    ' print(c.execute("SELECT count(*), sum(hash(session, d_settings, d_tools, d_system, d_ttls,'
+    ' conv, items)) FROM read_parquet(?)", [sys.argv[1]]).fetchone())'
+)
+
+
+@dataclass(frozen=True)
+class Run:
+    cpu_s: float
+    wall_s: float
+    peak_mib: float
+    stdout: str
+
+
+@dataclass(frozen=True)
+class Figure:
+    name: str
+    requests: int
+    per_core: float  # requests per CPU second, median
+    low: float
+    high: float
+    cpu_s: float
+    wall_s: float
+    peak_mib: float
+
+
+def measure(args: list[str]) -> Run:
+    import time
+
+    start = time.perf_counter()
+    process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    out = process.stdout.read() if process.stdout is not None else b""
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - start
+    code = os.waitstatus_to_exitcode(status)
+    if code not in (0, 1):
+        raise SystemExit(f"{' '.join(args[:4])}... exited {code}")
+    return Run(usage.ru_utime + usage.ru_stime, wall, usage.ru_maxrss / 1024, out.decode())
+
+
+def figure(name: str, requests: int, runs: list[Run]) -> Figure:
+    rates = [requests / run.cpu_s for run in runs]
+    return Figure(
+        name,
+        requests,
+        statistics.median(rates),
+        min(rates),
+        max(rates),
+        statistics.median(run.cpu_s for run in runs),
+        statistics.median(run.wall_s for run in runs),
+        max(run.peak_mib for run in runs),
+    )
+
+
+def scan_args(path: Path, *extra: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "harness.cli",
+        "scan",
+        str(path),
+        "--quiet",
+        "--format",
+        "json",
+        *extra,
+    ]
+
+
+def checked(run: Run, planted: int) -> Run:
+    found = json.loads(run.stdout)["totals"]
+    if found["errors"] != planted:
+        raise SystemExit(f"the scan found {found['errors']} breaks, {planted} were planted")
+    return run
+
+
+def bench(sizes: list[int], repeat: int, folder: Path) -> list[Figure]:
+    figures: list[Figure] = []
+    for size in sizes:
+        jsonl, parquet = folder / f"bytes-{size}.jsonl", folder / f"digests-{size}.parquet"
+        print(f"writing {size:,} requests...", file=sys.stderr)
+        planted = write_jsonl(jsonl, size)
+        assert write_digests(parquet, size) == planted
+        steps = [
+            (
+                "floor: DuckDB reads the Parquet, hashes each row",
+                [sys.executable, "-c", FLOOR_PARQUET, str(parquet)],
+                None,
+            ),
+            ("digest tier (Parquet of digests), DuckDB", scan_args(parquet), planted),
+            (
+                "floor: DuckDB reads the JSONL, hashes each line",
+                [sys.executable, "-c", FLOOR_JSONL, str(jsonl)],
+                None,
+            ),
+            ("byte tier (JSONL, 7 KB bodies, 1% breaks), DuckDB", scan_args(jsonl), planted),
+        ]
+        if size == min(sizes):
+            steps.append((DASK, scan_args(jsonl, "--engine", "dask", "--workers", "2"), planted))
+        for name, args, breaks in steps:
+            print(f"{size:,}: {name}", file=sys.stderr)
+            runs = [measure(args) for _ in range(repeat)]
+            if breaks is not None:
+                runs = [checked(run, breaks) for run in runs]
+            figures.append(figure(name, size, runs))
+        jsonl.unlink()
+        parquet.unlink()
+    return figures
+
+
+FLOOR_P, DIGEST, FLOOR_J, BYTES, DASK = (
+    "floor: DuckDB reads the Parquet, hashes each row",
+    "digest tier (Parquet of digests), DuckDB",
+    "floor: DuckDB reads the JSONL, hashes each line",
+    "byte tier (JSONL, 7 KB bodies, 1% breaks), DuckDB",
+    "byte tier, Dask (2 worker processes, one machine)",
+)
+
+
+def render(figures: list[Figure]) -> str:
+    lines = [
+        "| requests | what | requests/s per core (median, min-max) | CPU s | wall s | peak RSS"
+        " MiB |",
+        "|---:|---|---:|---:|---:|---:|",
+    ]
+    for f in figures:
+        lines.append(
+            f"| {f.requests:,} | {f.name} | {f.per_core:,.0f} ({f.low:,.0f}-{f.high:,.0f}) |"
+            f" {f.cpu_s:.1f} | {f.wall_s:.1f} | {f.peak_mib:,.0f} |"
+        )
+    by = {(f.requests, f.name): f for f in figures}
+    sizes = sorted({f.requests for f in figures})
+    lines.append("")
+    for size in sizes:
+        floor, digest = by.get((size, FLOOR_P)), by.get((size, DIGEST))
+        if floor and digest:
+            lines.append(
+                f"- {size:,}: the digest tier takes {floor.per_core / digest.per_core:.1f}x its"
+                " floor's CPU time (target: within 3x)"
+            )
+        floor, byte = by.get((size, FLOOR_J)), by.get((size, BYTES))
+        if floor and byte:
+            lines.append(
+                f"- {size:,}: the byte tier reads {byte.per_core:,.0f} requests/s per core"
+                f" (target: 20,000), {floor.per_core / byte.per_core:.1f}x its floor's CPU time"
+            )
+        dask = by.get((size, DASK))
+        if dask and byte:
+            lines.append(
+                f"- {size:,}: Dask on one machine takes {byte.per_core / dask.per_core:.1f}x"
+                f" DuckDB's CPU time ({dask.wall_s:.1f} s against {byte.wall_s:.1f} s wall)"
+            )
+    if len(sizes) > 1:
+        for name in (DIGEST, BYTES):
+            small, large = by.get((sizes[0], name)), by.get((sizes[-1], name))
+            if small and large:
+                lines.append(
+                    f"- {name.split(' (')[0]}: peak RSS {small.peak_mib:,.0f} MiB at"
+                    f" {sizes[0]:,}, {large.peak_mib:,.0f} MiB at {sizes[-1]:,}"
+                    f" ({large.peak_mib / small.peak_mib:.2f}x for"
+                    f" {sizes[-1] // sizes[0]}x the requests)"
+                )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.scan", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="20k and 100k requests, one run each")
+    parser.add_argument("--sizes", help="comma-separated request counts (default 100000,1000000)")
+    parser.add_argument("--repeat", type=int, default=None, help="runs per figure (default 3)")
+    parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
+    args = parser.parse_args(argv)
+    sizes = (
+        [int(s) for s in args.sizes.split(",")]
+        if args.sizes
+        else ([20_000, 100_000] if args.quick else [100_000, 1_000_000])
+    )
+    repeat = args.repeat or (1 if args.quick else 3)
+    with tempfile.TemporaryDirectory(prefix="bench-scan-") as folder:
+        figures = bench(sizes, repeat, Path(folder))
+    sys.stdout.write(render(figures))
+    if args.json:
+        Path(args.json).write_text(json.dumps([asdict(f) for f in figures], indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

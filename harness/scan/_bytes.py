@@ -1,0 +1,89 @@
+"""The bytes of a pair, read again: only the requests the digest tier could not clear.
+
+`attach(table, wanted)` fills the `body` column of the wanted rows (the rest stay null) by
+reading their records again: a line is read at its offset (decompressing up to it when the file
+is compressed) and given to its format's reader; a record of a document is found by replaying
+the document through its reader. A record that cannot be found again (the file changed or went
+away under the scan) keeps a null body: the judge then says what the digests say, with evidence
+`digest`. Nothing is written.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from harness._shared._errors import HarnessError
+from harness.scan._extras import pyarrow
+from harness.scan._readers import reader_named
+from harness.scan._readers._base import BadRecord, Unit
+from harness.scan._record import TraceRecord
+from harness.scan._sources import Malformed, reread_line, units
+
+__all__ = ["attach", "body_bytes"]
+
+
+def body_bytes(record: TraceRecord) -> bytes | None:
+    if record.raw is not None:
+        return record.raw
+    return msgspec.json.encode(record.body) if record.body is not None else None
+
+
+def attach(table: Any, wanted: np.ndarray[Any, Any]) -> Any:
+    """`table` with the bodies of the `wanted` rows read again (see the module doc)."""
+    rows = np.flatnonzero(wanted).tolist()
+    if not rows:
+        return table
+    files = table["file"].to_pylist()
+    formats = table["format"].to_pylist()
+    offsets = table["offset"].to_pylist()
+    lengths = table["length"].to_pylist()
+    ordinals = table["ordinal"].to_pylist()
+    bodies: list[bytes | None] = [None] * table.num_rows
+    documents: dict[str, dict[tuple[int, int], bytes | None]] = {}
+    for row in rows:
+        path, fmt = files[row], formats[row]
+        if path is None or fmt is None or reader_named(fmt) is None:
+            continue  # a digest table: no record to read again
+        try:
+            if offsets[row] is not None and offsets[row] >= 0:
+                bodies[row] = _line(Path(path), fmt, offsets[row], lengths[row], ordinals[row])
+            else:
+                if path not in documents:
+                    documents[path] = _document(Path(path), fmt)
+                bodies[row] = documents[path].get((lengths[row], ordinals[row]))
+        except (OSError, HarnessError, BadRecord, msgspec.DecodeError):
+            bodies[row] = None
+    pa = pyarrow()
+    index = table.schema.get_field_index("body")
+    return table.set_column(index, "body", pa.array(bodies, type=pa.binary()))
+
+
+def _line(path: Path, fmt: str, offset: int, length: int, index: int) -> bytes | None:
+    reader = reader_named(fmt)
+    if reader is None:
+        return None
+    data = reread_line(path, offset, length)
+    records = list(reader.read(Unit.line(data, str(path), offset)))
+    return body_bytes(records[index]) if index < len(records) else None
+
+
+def _document(path: Path, fmt: str) -> dict[tuple[int, int], bytes | None]:
+    """Every record of a document file by (unit number, place in its unit)."""
+    reader = reader_named(fmt)
+    found: dict[tuple[int, int], bytes | None] = {}
+    if reader is None:
+        return found
+    for number, unit in enumerate(units(path)):
+        if isinstance(unit, Malformed):
+            continue
+        try:
+            records = list(reader.read(unit))
+        except BadRecord:
+            continue
+        for index, record in enumerate(records):
+            found[(number, index)] = body_bytes(record)
+    return found

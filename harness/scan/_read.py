@@ -1,0 +1,234 @@
+"""The reading stage: one trace file to rows of the scan table, streamed in batches.
+
+`read_file(path, number, options)` offers the file's first readable unit to the readers (or uses
+`--from`), reads every unit with the chosen reader, and turns each `TraceRecord` into a row: the
+keys a user named override the format's own ids (`--session-key`, `--request-id-key`,
+`--deploy-key`, dotted paths into the record), the digest-tier keys are made from the body (which
+is then dropped), and requests outside `--since` / `--until` are left out. What could not be
+read is tallied (`Tally`): a malformed line or span is counted and named, never fatal.
+
+Sessions: the format's own id; a Responses request whose `previous_response_id` names a response
+seen earlier in the file joins that response's session; a request with neither is grouped by its
+endpoint and its conversation's opening message (`~<endpoint> <digest>`, `grouped` true), and
+the output says how many were.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+from harness._shared._errors import UsageError
+from harness.scan._digest import digests_of, first_block
+from harness.scan._keys import dig, id_of
+from harness.scan._readers import Reader, reader_named, readers
+from harness.scan._readers._base import BadRecord, Unit
+from harness.scan._record import TraceRecord
+from harness.scan._sources import Malformed, units
+from harness.scan._table import Rows
+
+__all__ = ["NAMED_LIMIT", "Options", "Tally", "read_file"]
+
+NAMED_LIMIT: Final = 20  # malformed records named in the summary; the rest are counted
+_SNIFF: Final = 50  # units offered to the readers before a file is called unknown
+
+
+@dataclass(frozen=True)
+class Options:
+    """What the user asked of the reading stage."""
+
+    fmt: str | None = None
+    session_key: str | None = None
+    request_id_key: str | None = None
+    deploy_key: str | None = None
+    since: float | None = None
+    until: float | None = None
+
+
+@dataclass
+class Tally:
+    """What one file (or every file, added up) gave and what it could not."""
+
+    requests: int = 0
+    malformed: int = 0
+    named: list[str] = field(default_factory=list)
+    outside: int = 0  # left out by --since / --until (or no time while a window is set)
+    grouped: int = 0
+    formats: dict[str, int] = field(default_factory=dict)
+    unknown: list[str] = field(default_factory=list)  # files no reader claims
+    empty: list[str] = field(default_factory=list)  # files that held no request
+
+    def bad(self, where: str, problem: str) -> None:
+        self.malformed += 1
+        if len(self.named) < NAMED_LIMIT:
+            self.named.append(f"{where}: {problem}")
+
+    def add(self, other: Tally) -> None:
+        self.requests += other.requests
+        self.malformed += other.malformed
+        self.named += other.named[: max(NAMED_LIMIT - len(self.named), 0)]
+        self.outside += other.outside
+        self.grouped += other.grouped
+        for name, count in other.formats.items():
+            self.formats[name] = self.formats.get(name, 0) + count
+        self.unknown += other.unknown
+        self.empty += other.empty
+
+
+def _chosen(options: Options) -> Reader | None:
+    if options.fmt is None:
+        return None
+    reader = reader_named(options.fmt)
+    if reader is None:
+        names = ", ".join(r.name for r in readers())
+        raise UsageError(f"--from {options.fmt}: unknown format; the formats are {names}")
+    return reader
+
+
+def read_file(path: Path, number: int, options: Options, tally: Tally) -> Iterator[Any]:
+    """The file's rows as Arrow record batches (see the module doc); `tally` counts the rest."""
+    reader = _chosen(options)
+    rows = Rows()
+    chains: dict[str, str] = {}
+    ordinal = 0
+    sniffed = 0
+    found = 0
+    for unit_no, unit in enumerate(units(path)):
+        if isinstance(unit, Malformed):
+            tally.bad(unit.where, unit.problem)
+            continue
+        if reader is None:
+            try:
+                value = unit.value
+            except BadRecord as error:
+                tally.bad(unit.where, str(error))
+                continue
+            reader = next((r for r in readers() if _claims(r, value)), None)
+            sniffed += 1
+            if reader is None:
+                if sniffed >= _SNIFF:
+                    break
+                continue
+        try:
+            records = list(reader.read(unit))
+        except BadRecord as error:
+            tally.bad(unit.where, str(error))
+            continue
+        for index, record in enumerate(records):
+            record.ordinal = ordinal
+            ordinal += 1
+            row = _row(record, unit, (unit_no, index), path, number, options, chains, tally)
+            if row is not None:
+                found += 1
+                batch = rows.add(row)
+                if batch is not None:
+                    yield batch
+    if reader is None:
+        tally.unknown.append(str(path))
+    elif found == 0 and not tally.outside:
+        tally.empty.append(str(path))
+    if reader is not None and found:
+        tally.formats[reader.name] = tally.formats.get(reader.name, 0) + found
+    tally.requests += found
+    if rows.pending():
+        yield rows.flush()
+
+
+def _claims(reader: Reader, value: Any) -> bool:
+    try:
+        return reader.claims(value)
+    except (AttributeError, TypeError, KeyError, IndexError):
+        return False
+
+
+def _row(
+    record: TraceRecord,
+    unit: Unit,
+    place: tuple[int, int],
+    path: Path,
+    number: int,
+    options: Options,
+    chains: dict[str, str],
+    tally: Tally,
+) -> dict[str, Any] | None:
+    keyed = options.session_key or options.request_id_key or options.deploy_key
+    view = record.view if record.view is not None or not keyed else unit.value
+    session = id_of(dig(view, options.session_key)) if options.session_key else record.session
+    if options.session_key and session is None:
+        session = record.session
+    found = None
+    if record.raw is not None:
+        found = digests_of(record.raw, record.provider)
+    elif record.body is not None:
+        found = digests_of(record.body, record.provider)
+    previous = record.previous_response_id or (found.previous if found is not None else None)
+    if session is None and previous in chains:
+        session = chains[previous or ""]
+    request_id = record.request_id
+    if options.request_id_key:
+        request_id = id_of(dig(view, options.request_id_key)) or request_id
+    deploy = record.deploy
+    if options.deploy_key:
+        deploy = id_of(dig(view, options.deploy_key)) or deploy
+    if (options.since is not None or options.until is not None) and (
+        record.time is None
+        or (options.since is not None and record.time < options.since)
+        or (options.until is not None and record.time > options.until)
+    ):
+        tally.outside += 1
+        return None
+    if record.body is not None and found is None:
+        tally.bad(record.source, "its request body is not a JSON object")
+        return None
+    endpoint = _endpoint(record)
+    grouped = session is None
+    if grouped:
+        key = first_block(found).hex() if found is not None else (request_id or record.source)
+        session = f"~{endpoint} {key}"
+        tally.grouped += 1
+    if record.response_id:
+        chains[record.response_id] = session or ""
+    counters = record.counters
+    line = unit.offset >= 0
+    return {
+        "session": session,
+        "grouped": grouped,
+        "seq": (number << 32) + record.ordinal,
+        "time": record.time,
+        "request_id": request_id,
+        "deploy": deploy,
+        "source": record.source,
+        "format": record.format,
+        "file": str(path),
+        "offset": unit.offset if line else -1,
+        "length": unit.length if line else place[0],
+        "ordinal": place[1],
+        "endpoint": endpoint,
+        "provider": record.provider,
+        "model": record.model or (found.model if found is not None else None),
+        "evidence": record.evidence if found is not None else "counters",
+        "truncated": record.truncated,
+        "d_settings": found.settings if found else None,
+        "d_tools": found.tools if found else None,
+        "d_system": found.system if found else None,
+        "d_ttls": found.ttls if found else None,
+        "conv": found.conversation if found else None,
+        "items": found.items if found else 0,
+        "thread": found.thread if found else None,
+        "stored": found.stored if found else False,
+        "input_tokens": counters.input_tokens,
+        "cache_read": counters.cache_read,
+        "cache_write": counters.cache_write,
+        "output_tokens": counters.output_tokens,
+        "body": None,
+    }
+
+
+def _endpoint(record: TraceRecord) -> str:
+    if record.url:
+        parts = urlsplit(record.url)
+        return f"{parts.hostname or ''}{parts.path}"
+    return record.provider or record.format

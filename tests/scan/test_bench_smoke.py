@@ -1,0 +1,33 @@
+"""The scan benchmark's code paths at toy sizes, so `bench/scan.py` cannot rot: the synthetic
+traces hold the breaks they say they planted (in both tiers), and the whole run renders its
+table. Structure, never timings."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bench import scan as bench_scan
+from bench.scan_data import write_digests, write_jsonl
+from tests.scan.traces import run
+
+
+def test_both_tiers_find_exactly_the_planted_breaks(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    planted = write_jsonl(tmp_path / "b.jsonl", 400)
+    assert write_digests(tmp_path / "d.parquet", 400) == planted > 0
+    for name in ("b.jsonl", "d.parquet"):
+        code, out, _ = run(capsys, str(tmp_path / name), "--format", "json")
+        totals = json.loads(out)["totals"]
+        assert (code, totals["errors"], totals["requests"]) == (1, planted, 400)
+
+
+@pytest.mark.slow
+def test_a_toy_run_renders_its_table(capsys: pytest.CaptureFixture[str]) -> None:
+    assert bench_scan.main(["--sizes", "200,400", "--repeat", "1"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("\n| 200 |") == 5 and out.count("\n| 400 |") == 4
+    assert "the digest tier takes" in out and "peak RSS" in out
