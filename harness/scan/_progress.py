@@ -2,7 +2,7 @@
 
 Shown only when stderr is a terminal, not under CI and not with `--quiet`: a log or a pipe gets
 nothing. It is one line of our own rather than a library's bar: it counts rows, it is all the
-scan has to say while it reads, and it adds no dependency (decision 0024).
+scan has to say while it reads, and it adds no dependency (decision 0028).
 """
 
 from __future__ import annotations

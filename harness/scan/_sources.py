@@ -10,7 +10,7 @@ nothing is bad input (one line, exit 2). `units(path)` opens one file, decompres
 - YAML (`.yaml`, `.yml`: vcrpy and pydantic-ai cassettes): the document;
 - Parquet: one unit a row (read in batches).
 zstd needs the `zstandard` module (the `scan` extra brings it; DuckDB reads zstd JSON itself,
-but not the YAML, cassettes and OTLP documents the readers need: decision 0024).
+but not the YAML, cassettes and OTLP documents the readers need: decision 0028).
 The input is only ever opened for reading.
 """
 
