@@ -110,7 +110,7 @@ class Layout:
         counted = [0]
         previous = ""
         for unit in self.units:
-            joined = bool(runs) and unit.kind in runs and unit.kind == previous
+            joined = unit.kind in runs and unit.kind == previous
             counted.append(counted[-1] + (0 if joined else 1))
             previous = unit.kind
         return counted

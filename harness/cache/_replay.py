@@ -311,7 +311,8 @@ def _request(
         lookups = [(mark, reach) for mark in analysis.marks]
         if analysis.implicit:
             lookups.append((whole, None))
-    positions = lay.positions(lookback.runs if lookback is not None else ())
+    # lookback positions per boundary: only a lookup with a reach counts them
+    positions = lay.positions(lookback.runs) if lookback is not None and reach is not None else ()
     best: Entry | None = None
     for mark, scope in lookups:
         lookup = _look(cache, analysis, mark, scope, start, step, positions)
@@ -456,21 +457,21 @@ def _look(
     reach: int | None,
     start: float | None,
     step: Step,
-    positions: Sequence[int] = (),
+    positions: Sequence[int],
 ) -> Lookup:
     """One breakpoint's lookup: back from its boundary over at most `reach` positions, the
     breakpoint's own counted as the first (None: all): "The system checks at most 20 positions
     per breakpoint, counting the breakpoint itself as the first" (Anthropic's prompt-caching
     page), so an entry 20 blocks before the breakpoint is one position outside. `positions`
     (the layout's, per boundary) count a run of parallel tool calls once where the provider
-    does; without them each unit is a position."""
+    does (unread without a reach)."""
     lay = analysis.layout
     index = analysis.request.index
     lookup = Lookup(mark, reach)
-    at = positions if positions else range(len(lay.units) + 1)
     low = 1
     if reach is not None:  # the first boundary whose position is within the reach
-        low = max(bisect_left(at, at[mark.after] - reach + 1, 1, mark.after + 1), 1)
+        first = positions[mark.after] - reach + 1
+        low = max(bisect_left(positions, first, 1, mark.after + 1), 1)
     for boundary in range(mark.after, low - 1, -1):
         entry = cache.find(lay.digest(boundary), boundary)
         if entry is None:
@@ -491,7 +492,7 @@ def _look(
             and entry.visible(index, start, cache.rank)
             and not entry.expired(start)
         ):
-            lookup.beyond, lookup.distance = entry, at[mark.after] - at[boundary]
+            lookup.beyond, lookup.distance = entry, positions[mark.after] - positions[boundary]
             lookup.blocks = mark.after - boundary
             break
     return lookup
