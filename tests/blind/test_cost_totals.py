@@ -10,26 +10,10 @@ from typing import Any
 
 import pytest
 
-from harness.cli import main
-from tests.support.conversations import answer, conversation, entry
+from tests.support.conversations import answer, conversation, cost, entry, size
 
 SONNET = {"input": 3.0, "read": 0.30, "5m": 3.75, "output": 15.0}
 CHAT_URL = "https://api.openai.com/v1/chat/completions"
-
-
-def cost(tmp_path: Path, capsys: pytest.CaptureFixture[str], *lines: str) -> dict[str, Any]:
-    path = tmp_path / f"session{len(list(tmp_path.glob('*.jsonl')))}.jsonl"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    code = main(["cost", str(path), "--format", "json"])
-    captured = capsys.readouterr()
-    assert code == 0, captured.err
-    found: dict[str, Any] = json.loads(captured.out)["sessions"][0]
-    return found
-
-
-def size(tmp_path: Path, capsys: pytest.CaptureFixture[str], body: dict[str, Any]) -> int:
-    tokens: int = cost(tmp_path, capsys, entry(body))["input_tokens"]
-    return tokens
 
 
 def chat(turns: int, at: str) -> str:

@@ -17,24 +17,9 @@ import pytest
 
 from harness.cli import main
 from tests.support.bodies import ANTHROPIC_URL, MARK, line, text_block
-from tests.support.conversations import conversation, entry
+from tests.support.conversations import conversation, cost, entry, size
 
 SONNET = {"input": 3.0, "read": 0.30, "5m": 3.75, "1h": 6.0}
-
-
-def cost(tmp_path: Path, capsys: pytest.CaptureFixture[str], *lines: str) -> dict[str, Any]:
-    path = tmp_path / f"session{len(list(tmp_path.glob('*.jsonl')))}.jsonl"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    code = main(["cost", str(path), "--format", "json"])
-    captured = capsys.readouterr()
-    assert code == 0, captured.err
-    found: dict[str, Any] = json.loads(captured.out)["sessions"][0]
-    return found
-
-
-def size(tmp_path: Path, capsys: pytest.CaptureFixture[str], body: dict[str, Any]) -> int:
-    tokens: int = cost(tmp_path, capsys, entry(body))["input_tokens"]
-    return tokens
 
 
 def lint(tmp_path: Path, capsys: pytest.CaptureFixture[str], *bodies: Any) -> list[Any]:

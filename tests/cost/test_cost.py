@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -22,31 +21,12 @@ from tests.support.conversations import (
     REGISTRY,
     answer,
     conversation,
+    cost,
     entry,
+    size,
 )
 
 SONNET = {"input": 3.0, "read": 0.30, "5m": 3.75, "1h": 6.0}
-
-
-def cost(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], *lines: str, args: tuple[str, ...] = ()
-) -> dict[str, Any]:
-    """`harness cost --format json` on a session of `lines`: its one conversation."""
-    path = tmp_path / f"session{len(list(tmp_path.glob('*.jsonl')))}.jsonl"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    code = main(["cost", str(path), "--format", "json", *args])
-    captured = capsys.readouterr()
-    assert code == 0, captured.err
-    report = json.loads(captured.out)
-    assert len(report["sessions"]) == 1
-    found: dict[str, Any] = report["sessions"][0]
-    return found
-
-
-def size(tmp_path: Path, capsys: pytest.CaptureFixture[str], body: dict[str, Any]) -> int:
-    """A request's input tokens, as the cost model counts them."""
-    tokens: int = cost(tmp_path, capsys, entry(body))["input_tokens"]
-    return tokens
 
 
 def usd(read: int, written: int, uncached: int, ttl: str = "5m") -> float:

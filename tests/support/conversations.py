@@ -5,11 +5,24 @@ from __future__ import annotations
 
 import json
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
+import pytest
+
+from harness.cli import main
 from tests.support.bodies import ANTHROPIC_URL, MARK, sized, text_block
 
-__all__ = ["COST_KEYS", "PRICES_CHECKED", "REGISTRY", "answer", "conversation", "entry"]
+__all__ = [
+    "COST_KEYS",
+    "PRICES_CHECKED",
+    "REGISTRY",
+    "answer",
+    "conversation",
+    "cost",
+    "entry",
+    "size",
+]
 
 # The day genai-prices' rows were last compared with the providers' pages (the `checked_on` of
 # harness/providers/prices/genai-prices.json), and how the output names the registry.
@@ -87,3 +100,24 @@ def answer(read: int, written: int, uncached: int = 0, reason: str | None = None
     if reason is not None:
         body["diagnostics"] = {"cache_miss_reason": {"type": reason}}
     return body
+
+
+def cost(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], *lines: str, args: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """`harness cost --format json` on a session of `lines`: its one conversation."""
+    path = tmp_path / f"session{len(list(tmp_path.glob('*.jsonl')))}.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    code = main(["cost", str(path), "--format", "json", *args])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    report = json.loads(captured.out)
+    assert len(report["sessions"]) == 1
+    found: dict[str, Any] = report["sessions"][0]
+    return found
+
+
+def size(tmp_path: Path, capsys: pytest.CaptureFixture[str], body: dict[str, Any]) -> int:
+    """A request's input tokens, as the cost model counts them."""
+    tokens: int = cost(tmp_path, capsys, entry(body))["input_tokens"]
+    return tokens
