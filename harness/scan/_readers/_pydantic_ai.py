@@ -12,8 +12,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar
 
-from harness.scan._readers._base import BadRecord, Reader, Unit, response_counters
-from harness.scan._readers._vcr import interactions, response_json
+from harness.scan._readers._base import BadRecord, Reader, Unit
+from harness.scan._readers._vcr import (
+    interaction_record,
+    interactions,
+    parsed_bodies,
+    response_json,
+)
 from harness.scan._record import TraceRecord
 
 __all__ = ["PydanticAIReader"]
@@ -24,13 +29,7 @@ class PydanticAIReader(Reader):
     describe: ClassVar[str] = "pydantic-ai's cassettes (parsed_body, key-sorted YAML)"
 
     def claims(self, value: Any) -> bool:
-        found = value.get("interactions") if isinstance(value, Mapping) else None
-        return isinstance(found, list) and any(
-            isinstance(i, Mapping)
-            and isinstance(i.get("request"), Mapping)
-            and "parsed_body" in i["request"]
-            for i in found[:3]
-        )
+        return isinstance(value, Mapping) and parsed_bodies(value)
 
     def read(self, unit: Unit) -> Iterator[TraceRecord]:
         for number, interaction in enumerate(interactions(unit.value), start=1):
@@ -45,18 +44,4 @@ class PydanticAIReader(Reader):
             answer = response.get("parsed_body") if isinstance(response, Mapping) else None
             if answer is None:
                 answer = response_json(response)
-            url = request.get("uri") if isinstance(request.get("uri"), str) else None
-            provider, found = response_counters(body, url, answer)
-            yield TraceRecord(
-                source=f"{unit.where}#{number}",
-                format=self.name,
-                ordinal=0,
-                session=unit.where,
-                url=url,
-                body=body,
-                evidence="structural",
-                provider=provider,
-                model=body.get("model") if isinstance(body.get("model"), str) else None,
-                counters=found,
-                view=request,
-            )
+            yield interaction_record(self.name, unit, number, request, body, answer, "structural")

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 import msgspec
 
 from harness.scan._readers._base import BadRecord, Reader, Unit, body_of, response_counters
-from harness.scan._record import TraceRecord
+from harness.scan._record import Evidence, TraceRecord
 
 __all__ = ["VcrReader", "interactions", "response_json"]
 
@@ -57,7 +57,7 @@ class VcrReader(Reader):
         return (
             isinstance(value, Mapping)
             and isinstance(value.get("interactions"), list)
-            and not _parsed(value)
+            and not parsed_bodies(value)
         )
 
     def read(self, unit: Unit) -> Iterator[TraceRecord]:
@@ -71,28 +71,46 @@ class VcrReader(Reader):
             body, raw = body_of(text)
             if body is None:
                 continue  # no JSON body: not a model call
-            url = request.get("uri") if isinstance(request.get("uri"), str) else None
-            provider, found = response_counters(body, url, response_json(interaction["response"]))
-            yield TraceRecord(
-                source=f"{unit.where}#{number}",
-                format=self.name,
-                ordinal=0,
-                session=unit.where,
-                url=url,
-                body=body,
-                raw=raw,
-                evidence="exact",
-                provider=provider,
-                model=body.get("model") if isinstance(body.get("model"), str) else None,
-                counters=found,
-                view=request,
-            )
+            answer = response_json(interaction["response"])
+            yield interaction_record(self.name, unit, number, request, body, answer, "exact", raw)
 
 
-def _parsed(value: Mapping[str, Any]) -> bool:
-    return any(
+def interaction_record(
+    reader: str,
+    unit: Unit,
+    number: int,
+    request: Mapping[str, Any],
+    body: dict[str, Any],
+    answer: Any,
+    evidence: Evidence,
+    raw: bytes | None = None,
+) -> TraceRecord:
+    """Interaction `number` of a recording (vcrpy's or pydantic-ai's) as a trace record: its
+    body, the counters the provider's own parser reads in `answer`, and its URL."""
+    url = request.get("uri") if isinstance(request.get("uri"), str) else None
+    provider, found = response_counters(body, url, answer)
+    return TraceRecord(
+        source=f"{unit.where}#{number}",
+        format=reader,
+        ordinal=0,
+        session=unit.where,
+        url=url,
+        body=body,
+        raw=raw,
+        evidence=evidence,
+        provider=provider,
+        model=body.get("model") if isinstance(body.get("model"), str) else None,
+        counters=found,
+        view=request,
+    )
+
+
+def parsed_bodies(value: Mapping[str, Any]) -> bool:
+    """Whether a recording's first interactions hold parsed bodies (pydantic-ai's cassettes)."""
+    found = value.get("interactions")
+    return isinstance(found, list) and any(
         isinstance(i, Mapping)
         and isinstance(i.get("request"), Mapping)
         and "parsed_body" in i["request"]
-        for i in value["interactions"][:3]
+        for i in found[:3]
     )
