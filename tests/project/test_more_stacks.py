@@ -102,7 +102,9 @@ def test_haystack_is_captured_and_proved() -> None:
     assert [t["function"]["name"] for t in request.blocks["tools"]] == ["search", "weather"]
 
 
-def test_a_litellm_router_is_captured_and_proved() -> None:
+def test_a_litellm_router_is_captured_and_proved(monkeypatch: pytest.MonkeyPatch) -> None:
+    # litellm downloads its price list on first import unless told not to (no network in CI)
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     litellm = pytest.importorskip("litellm")
 
     def turn() -> Any:
