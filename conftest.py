@@ -16,6 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+# pytester's in-process runs drop from `sys.modules` every module first imported during the run.
+# pydantic imports `pydantic.root_model` lazily, on the first `pydantic.RootModel`, and keeps the
+# class: when an inner run (the harness pricing a cassette through genai-prices) was the first,
+# a later test that builds `RootModel[...]` at module level (pydantic-ai, litellm importing
+# theirs) fails with KeyError 'pydantic.root_model'. Imported here, it predates every inner run.
+import pydantic.root_model  # noqa: F401  (genai-prices, a base dependency, brings it)
 import pytest
 
 from harness._shared._ci import CI_VARIABLES
