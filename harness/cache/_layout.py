@@ -132,6 +132,9 @@ def layout(
     the same digests. `vocabulary` (the provider's words for the request's model) says from
     which level each setting keys the cache."""
     keys = tuple(markers or split.markers)
+    # A marker key is in a value's JSON as `"key"` wherever it is: a value whose JSON holds none
+    # is its own stripped form (most units: a tool, a message's text), encoded once in C.
+    needles = tuple(encode_json(key) for key in keys)
     units: list[Unit] = []
     marks: list[Mark] = []
     count = 0
@@ -140,15 +143,24 @@ def layout(
     for name, value in split.view.blocks.items():
         conversation = name in CONVERSATION
         for pointer, item, holder in _items(name, value, longhand):
-            if _only_marker(item, keys):  # a cache point block of its own: marks what precedes
-                count += 1
-                marks.append(Mark(len(units), _ttl(item, keys), pointer))
-                continue
-            found = _markers_in(item, keys)
-            count += len(found)
-            text = encode_json(_strip(item, keys))
+            text = encode_json(item)
+            found: list[str | None] = []
+            if _may_mark(text, needles):
+                if _only_marker(item, keys):  # a cache point block of its own: marks before it
+                    count += 1
+                    marks.append(Mark(len(units), _ttl(item, keys), pointer))
+                    continue
+                found = _markers_in(item, keys)
+                count += len(found)
+                text = encode_json(_strip(item, keys))
             # the message around a first content block (its role) is part of the prefix too
-            digest = text if holder is None else encode_json(_strip(holder, keys)) + text
+            if holder is not None:
+                around = encode_json(holder)
+                if _may_mark(around, needles):
+                    around = encode_json(_strip(holder, keys))
+                digest = around + text
+            else:
+                digest = text
             kind = item.get("type") if isinstance(item, dict) else None
             units.append(
                 Unit(
@@ -185,6 +197,10 @@ _RANKS: Final = {"tools_changed": 0, "system_changed": 1, "messages_changed": 2}
 def rank(block: str) -> int:
     """The rank of a block (or of a setting's level) in the cache order: tools, system, messages."""
     return _RANKS.get(GENERIC.block(block), 0)
+
+
+def _may_mark(text: bytes, needles: Sequence[bytes]) -> bool:
+    return any(needle in text for needle in needles)
 
 
 def marker_count(layout_: Layout) -> int:
