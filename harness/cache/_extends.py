@@ -349,10 +349,22 @@ def _long_forms(a: Any, b: Any, markers: tuple[str, ...], shorthand: Shorthand) 
 
 
 def strip(value: Any, markers: tuple[str, ...]) -> Any:
+    """`value` without its cache markers. A value whose JSON holds no marker key (`"key"` is in
+    the encoding wherever the key is) is returned as it is: the encoding runs in C, the walk
+    only where a marker is (a long conversation's turns are mostly unmarked)."""
+    if not markers or not isinstance(value, dict | list):
+        return value
+    encoded = encode_json(value)
+    if not any(encode_json(key) in encoded for key in markers):
+        return value
+    return _strip(value, markers)
+
+
+def _strip(value: Any, markers: tuple[str, ...]) -> Any:
     if isinstance(value, dict):
-        return {k: strip(v, markers) for k, v in value.items() if k not in markers}
+        return {k: _strip(v, markers) for k, v in value.items() if k not in markers}
     if isinstance(value, list):
-        return [strip(item, markers) for item in value if not _only_marker(item, markers)]
+        return [_strip(item, markers) for item in value if not _only_marker(item, markers)]
     return value
 
 

@@ -141,39 +141,20 @@ def layout(
     provider = provider_named(split.provider)
     longhand = provider.shorthand if provider is not None else _no_shorthand
     for name, value in split.view.blocks.items():
-        conversation = name in CONVERSATION
-        for pointer, item, holder in _items(name, value, longhand):
-            text = encode_json(item)
-            found: list[str | None] = []
-            if _may_mark(text, needles):
-                if _only_marker(item, keys):  # a cache point block of its own: marks before it
-                    count += 1
-                    marks.append(Mark(len(units), _ttl(item, keys), pointer))
-                    continue
-                found = _markers_in(item, keys)
-                count += len(found)
-                text = encode_json(_strip(item, keys))
-            # the message around a first content block (its role) is part of the prefix too
-            if holder is not None:
-                around = encode_json(holder)
-                if _may_mark(around, needles):
-                    around = encode_json(_strip(holder, keys))
-                digest = around + text
-            else:
-                digest = text
-            kind = item.get("type") if isinstance(item, dict) else None
-            units.append(
-                Unit(
-                    pointer,
-                    name,
-                    len(text),
-                    conversation,
-                    digest,
-                    kind if isinstance(kind, str) else "",
-                )
+        # Every request of a conversation repeats its tools and system: a block whose bytes were
+        # laid out before is taken as it was (its units are immutable), not walked again.
+        if name in CONVERSATION:  # a conversation's block differs in every request
+            block = _block(name, value, keys, needles, longhand)
+        else:
+            seen = (split.provider, keys, name, encode_json(value))
+            block = _blocks.get(seen) or _remember(
+                seen, _block(name, value, keys, needles, longhand)
             )
-            if found:
-                marks.append(Mark(len(units), found[-1], pointer))
+        found_units, found_marks, found_count = block
+        offset = len(units)
+        units += found_units
+        marks += [mark._replace(after=mark.after + offset) for mark in found_marks]
+        count += found_count
     vocabulary = vocabulary or vocabulary_for(split.provider)
     settings = split.view.settings
     by_rank: dict[int, dict[str, Any]] = {}
@@ -186,6 +167,66 @@ def layout(
             by_rank.setdefault(rank(level), {})[key] = value
     late = tuple((at, encode_json(found)) for at, found in sorted(by_rank.items()))
     return Layout(units, marks, encode_json(early), count, late=late)
+
+
+_Block = tuple[tuple[Unit, ...], tuple[Mark, ...], int]
+_blocks: dict[tuple[str, tuple[str, ...], str, bytes], _Block] = {}
+_MAX_BLOCKS: Final = 256
+
+
+def _remember(key: tuple[str, tuple[str, ...], str, bytes], block: _Block) -> _Block:
+    if len(_blocks) >= _MAX_BLOCKS:
+        _blocks.pop(next(iter(_blocks)))  # the oldest: a bounded memory, first in first out
+    _blocks[key] = block
+    return block
+
+
+def _block(
+    name: str,
+    value: Any,
+    keys: tuple[str, ...],
+    needles: tuple[bytes, ...],
+    longhand: Callable[[Any], Any],
+) -> _Block:
+    """The units of one block, the marks among them (`after` counted from the block's start)
+    and how many markers it holds."""
+    units: list[Unit] = []
+    marks: list[Mark] = []
+    count = 0
+    conversation = name in CONVERSATION
+    for pointer, item, holder in _items(name, value, longhand):
+        text = encode_json(item)
+        found: list[str | None] = []
+        if _may_mark(text, needles):
+            if _only_marker(item, keys):  # a cache point block of its own: marks what precedes
+                count += 1
+                marks.append(Mark(len(units), _ttl(item, keys), pointer))
+                continue
+            found = _markers_in(item, keys)
+            count += len(found)
+            text = encode_json(_strip(item, keys))
+        # the message around a first content block (its role) is part of the prefix too
+        if holder is not None:
+            around = encode_json(holder)
+            if _may_mark(around, needles):
+                around = encode_json(_strip(holder, keys))
+            digest = around + text
+        else:
+            digest = text
+        kind = item.get("type") if isinstance(item, dict) else None
+        units.append(
+            Unit(
+                pointer,
+                name,
+                len(text),
+                conversation,
+                digest,
+                kind if isinstance(kind, str) else "",
+            )
+        )
+        if found:
+            marks.append(Mark(len(units), found[-1], pointer))
+    return tuple(units), tuple(marks), count
 
 
 # The generic cache levels: a block's rank is that of the level its verdict word names (a

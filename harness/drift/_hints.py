@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Final, NamedTuple
 
 _MAX_HINTS: Final = 10
@@ -31,13 +31,18 @@ _YEAR = r"(?:1[89]|2\d)\d\d\b"
 # With a year, any written-out day and month is a date; without one, a weekday or an ordinal day
 # must say so ("Thursday, 3 December", "December 3rd"): "May 3 agents" and "in May 2026" stay
 # silent. European numeric dates (03.12.2026) need a real day and month, and no "v" or dot before.
-_WRITTEN_DATE = (
+_NAMED_DATE = (
     rf"\b(?:{_WEEKDAY},?\s+)?{_MONTH}\s+{_DAY},?\s+{_YEAR}"
     rf"|\b(?:{_WEEKDAY},?\s+)?(?:the\s+)?{_DAY}(?:\s+of)?\s+{_MONTH},?\s+{_YEAR}"
     rf"|\b{_WEEKDAY},?\s+(?:the\s+)?(?:{_MONTH}\s+{_DAY}|{_DAY}(?:\s+of)?\s+{_MONTH})"
     rf"|\b(?:the\s+)?{_ORDINAL_DAY}(?:\s+of)?\s+{_MONTH}|\b{_MONTH}\s+{_ORDINAL_DAY}"
-    r"|(?<!\w)(?<!\w\.)(?:0?[1-9]|[12]\d|3[01])\.(?:0?[1-9]|1[0-2])\.(?:19|20)\d\d(?!\w|\.\w)"
 )
+_DOTTED_DATE = (
+    r"(?<!\w)(?<!\w\.)(?:0?[1-9]|[12]\d|3[01])\.(?:0?[1-9]|1[0-2])\.(?:19|20)\d\d(?!\w|\.\w)"
+)
+# Every branch of `_NAMED_DATE` holds a `_MONTH`, and every month's name starts with one of these.
+_MONTH_STEM: Final = re.compile("Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec")
+_NUMERIC_DATE = r"\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}/\d{1,2}/\d{4}\b"
 _EVERY_RUN = (
     "volatile content in a header breaks the cache on every run;"
     " move it into the messages or pin it"
@@ -52,6 +57,16 @@ class _Pattern(NamedTuple):
     noun: str  # with its article: "looks like <noun>"
     regex: re.Pattern[str]
     advice: str
+    # `quick` is `regex` less the branches that need `gate` in the text: where `gate` is not
+    # found, `quick` finds exactly what `regex` would (the written dates need a month's name,
+    # and were 29 of the 44 ms a 200-tool header's scan took).
+    gate: re.Pattern[str] | None = None
+    quick: re.Pattern[str] | None = None
+
+    def finditer(self, text: str) -> Iterator[re.Match[str]]:
+        if self.gate is not None and self.quick is not None and not self.gate.search(text):
+            return self.quick.finditer(text)
+        return self.regex.finditer(text)
 
 
 # In priority order: a span claimed by an earlier pattern is not reported again by a later one.
@@ -72,8 +87,10 @@ _PATTERNS: Final = (
     ),
     _Pattern(
         "a date",
-        re.compile(rf"\b\d{{4}}-\d{{2}}-\d{{2}}\b|\b\d{{1,2}}/\d{{1,2}}/\d{{4}}\b|{_WRITTEN_DATE}"),
+        re.compile(rf"{_NUMERIC_DATE}|{_NAMED_DATE}|{_DOTTED_DATE}"),
         _EVERY_RUN,
+        _MONTH_STEM,
+        re.compile(rf"{_NUMERIC_DATE}|{_DOTTED_DATE}"),
     ),
     _Pattern("a time of day", re.compile(r"\b\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?\b"), _EVERY_RUN),
     _Pattern("a Unix time", re.compile(r"\b1\d{9}(?:\d{3}|\d{6})?\b"), _EVERY_RUN),
@@ -104,7 +121,7 @@ def volatile_matches(text: str, nouns: frozenset[str]) -> list[tuple[str, str]]:
     found: list[tuple[int, str, str]] = []
     claimed: list[tuple[int, int]] = []
     for pattern in _PATTERNS:
-        for match in pattern.regex.finditer(text):
+        for match in pattern.finditer(text):
             if _overlaps(match.span(), claimed):
                 continue
             claimed.append(match.span())
@@ -127,7 +144,7 @@ def hints_between(a_text: str, b_text: str, *, differential: bool) -> tuple[str,
     claimed: list[list[tuple[int, int]]] = [[], []]
     for pattern in _PATTERNS:
         for side, (text, other) in enumerate(texts):
-            for match in pattern.regex.finditer(text):
+            for match in pattern.finditer(text):
                 span = match.span()
                 if _overlaps(span, claimed[side]):
                     continue

@@ -21,6 +21,7 @@ abstains when the model is unknown (`unknown-model` says so once).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
@@ -216,17 +217,11 @@ class VolatileInPrefix(Rule):
     fix = "move it into the latest message, or derive it deterministically"
 
     def check(self, session: Session) -> Iterable[Finding]:
-        # A conversation repeats the same tools and system in every request: each unit's text is
-        # scanned once per session, its findings looked up by its bytes after that (the scan was
-        # 48% of `harness lint` on a 100-request cassette, the same header scanned 100 times).
-        seen: dict[bytes, list[tuple[str, str]]] = {}
         for analysis in session.analysed():
             places = [(unit.pointer, unit.text) for unit in analysis.layout.stable()]
             places += system_messages(analysis.split.view.blocks)
             for pointer, data in places:
-                found = seen.get(data)
-                if found is None:
-                    found = seen[data] = _volatile_in(data)
+                found = _quotable(data, _volatile_in(data))
                 for noun, value in found[:3]:
                     yield session.finding(
                         self,
@@ -240,7 +235,11 @@ class VolatileInPrefix(Rule):
                     break  # one unit's findings per request: the first place is the one to fix
 
 
-def _volatile_in(data: bytes) -> list[tuple[str, str]]:
+# Every request of a conversation, and every cassette of a project, repeats the same tools and
+# system: each unit's bytes are scanned once, their findings looked up after that (the scan was
+# 48% of `harness lint` on a 100-request cassette, the same header scanned 100 times).
+@functools.lru_cache(maxsize=512)
+def _volatile_in(data: bytes) -> tuple[tuple[str, str], ...]:
     """`(noun, value)` of each volatile value in one unit's JSON (`volatile-in-prefix`'s)."""
     text = data.decode("utf-8", "replace")
     found = [
@@ -257,10 +256,16 @@ def _volatile_in(data: bytes) -> list[tuple[str, str]]:
         for m in _TEMP_PATH.finditer(text)
         if _generated(m.group())
     ]
-    if found:  # a part of a secret (a key's hex tail) is the printer's, never quoted
-        shown = redact(text)
-        found = [(noun, value) for noun, value in found if value in shown]
-    return found
+    return tuple(found)
+
+
+def _quotable(data: bytes, found: tuple[tuple[str, str], ...]) -> list[tuple[str, str]]:
+    """What of `found` may be quoted: a part of a secret (a key's hex tail) is the printer's,
+    never quoted (asked at each finding: the printer may have learned a secret since)."""
+    if not found:
+        return []
+    shown = redact(data.decode("utf-8", "replace"))
+    return [(noun, value) for noun, value in found if value in shown]
 
 
 _SYSTEM_ROLES: Final = frozenset({"system", "developer"})
