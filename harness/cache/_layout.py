@@ -146,7 +146,7 @@ def layout(
         if name in CONVERSATION:  # a conversation's block differs in every request
             block = _block(name, value, keys, needles, longhand)
         else:
-            seen = (split.provider, keys, name, encode_json(value))
+            seen = (provider, keys, name, encode_json(value))
             block = _blocks.get(seen) or _remember(
                 seen, _block(name, value, keys, needles, longhand)
             )
@@ -170,11 +170,12 @@ def layout(
 
 
 _Block = tuple[tuple[Unit, ...], tuple[Mark, ...], int]
-_blocks: dict[tuple[str, tuple[str, ...], str, bytes], _Block] = {}
+_Seen = tuple[object, tuple[str, ...], str, bytes]  # the provider (its shorthand), keys, block
+_blocks: dict[_Seen, _Block] = {}
 _MAX_BLOCKS: Final = 256
 
 
-def _remember(key: tuple[str, tuple[str, ...], str, bytes], block: _Block) -> _Block:
+def _remember(key: _Seen, block: _Block) -> _Block:
     if len(_blocks) >= _MAX_BLOCKS:
         _blocks.pop(next(iter(_blocks)))  # the oldest: a bounded memory, first in first out
     _blocks[key] = block
