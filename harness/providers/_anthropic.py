@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal
 from urllib.parse import urlsplit
 
-from harness._shared._views import CacheView, RequestSplit
+from harness._shared._views import CacheView, RequestSplit, encode_json
 from harness.providers._base import (
     CacheUsage,
     Provider,
@@ -242,12 +242,19 @@ def shorthand(value: Any) -> Any:
 
 
 def _images(value: Any) -> int:
-    """The image blocks in the messages, those inside a tool result's content included."""
+    """The image blocks in the messages, those inside a tool result's content included (walked
+    only where the messages' JSON holds the word: most conversations have no image)."""
+    if not isinstance(value, list | dict) or b'"image"' not in encode_json(value):
+        return 0
+    return _count_images(value)
+
+
+def _count_images(value: Any) -> int:
     if isinstance(value, list):
-        return sum(_images(item) for item in value)
+        return sum(_count_images(item) for item in value)
     if isinstance(value, dict):
         own = 1 if value.get("type") == "image" else 0
-        return own + _images(value.get("content"))
+        return own + _count_images(value.get("content"))
     return 0
 
 
