@@ -288,7 +288,7 @@ class Analysis:
     @cached_property
     def tokenized(self) -> Counted | None:
         """The request's prompt tokens by a token counter (a tokenizer, the project's), if any."""
-        if not counting():
+        if not counting(self.provider):
             return None  # no counter: the request's text is not joined for nothing
         text = b"".join(unit.text for unit in self.layout.units)
         return count_tokens(text, self.provider, self.model) if text else None

@@ -11,7 +11,8 @@ provider's recorded usage, then the first counter that answers, then bytes / 4.
   and its encoding file is already in tiktoken's cache. tiktoken downloads an encoding at its
   first use; CI has no network, so the harness never triggers that download: while it asks
   tiktoken for the encoding, tiktoken's fetch is replaced by one that refuses, and a refusal
-  means "no tokenizer". Looked up once, lazily (the plugin never imports tiktoken at startup).
+  means "no tokenizer". Looked up once, lazily, and only for an OpenAI request (the plugin never
+  imports tiktoken at startup).
 """
 
 from __future__ import annotations
@@ -68,18 +69,24 @@ def unregister_token_counter(name: str) -> None:
         _registered.pop(name, None)
 
 
-def counting() -> bool:
-    """Whether any counter may answer (a project's, or the built-in tokenizer)."""
+def counting(provider: str | None = None) -> bool:
+    """Whether any counter may answer (a project's, or the built-in tokenizer; for `provider`,
+    the tokenizer only where it counts that provider's requests: tiktoken is not even imported
+    for another vendor's)."""
     with _lock:
         registered = bool(_registered)
-    return registered or _tiktoken() is not None
+    return registered or (_counts(provider) and _tiktoken() is not None)
+
+
+def _counts(provider: str | None) -> bool:
+    return provider is None or provider in _OPENAI
 
 
 def count_tokens(text: bytes, provider: str, model: str | None) -> Counted | None:
     """The tokens of a request's prompt `text` by the first counter that answers, or None."""
     with _lock:
         counters = list(_registered.values())
-    for counter in [*counters, _tiktoken()]:
+    for counter in [*counters, _tiktoken() if _counts(provider) else None]:
         if counter is None:
             continue
         try:
