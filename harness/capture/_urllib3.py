@@ -54,7 +54,7 @@ __all__ = ["Body", "body_bytes", "install", "text", "uninstall"]
 _DEFAULT_PORTS: Final = {"http": 80, "https": 443}
 _originals: dict[str, Any] = {}
 
-Current = Callable[[], "tuple[Receiver, CaptureConfig] | None"]
+Current = Callable[[str], "tuple[Receiver, CaptureConfig] | None"]  # given the request's host
 
 
 def _installed(name: str) -> bool:
@@ -143,14 +143,16 @@ def text(value: Any) -> str:
 def _patched(original: Any, current: Current, httpx_module: Any) -> Any:
     def urlopen(pool: Any, method: str, url: str, body: Any = None, *args: Any, **kw: Any) -> Any:
         __tracebackhide__ = True
-        active = current()
-        if active is None or args:
+        if args:
             return original(pool, method, url, body, *args, **kw)
-        session, config = active
         scheme, host = _origin(pool)
         if "://" in url:  # through a plain-HTTP proxy: the pool is the proxy's, the URL whole
             parts = urlsplit(url)
             scheme, host = parts.scheme, parts.netloc.rpartition("@")[2]
+        active = current(host)
+        if active is None:
+            return original(pool, method, url, body, *args, **kw)
+        session, config = active
         if not config.captures(host):
             return original(pool, method, url, body, *args, **kw)
         from harness.capture._transport import capture_transport
