@@ -7,8 +7,9 @@ where it only grew at its end (the cache holds every byte before it: a conversat
 one growing message, DSPy's ReAct). `strip_pair` removes cache markers from both sides (moving a
 breakpoint forward is how a conversation keeps its cache) except a TTL that differs where both
 mark the same place. `opaque_cut` is `harness.providers._opaque`'s rule for a body no provider
-claims. `message_grew`, `message_text`, `head_of` and `words_of` serve the gate's rules on
-one-message conversations (a growing message; a head whose words moved).
+claims. `message_grew`, `message_edited`, `message_text`, `head_of` and `words_of` serve the
+gate's rules on one-message conversations (a growing message, one whose middle was edited; a head
+whose words moved).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ __all__ = [
     "DEFAULT_TTL",
     "cut_like",
     "head_of",
+    "message_edited",
     "message_grew",
     "message_text",
     "opaque_cut",
@@ -58,6 +60,39 @@ def message_grew(a: Any, b: Any) -> bool:
         return True
     rest = text_a.partition("\n")[2]
     return len(rest) >= _REWRITTEN_REST and rest in text_b
+
+
+def message_edited(a: Any, b: Any) -> bool:
+    """Whether message `b` continues message `a` as one growing message whose middle was edited
+    (a step rewritten, an observation rendered anew, a step dropped) before a new step was
+    added: `b` is longer, starts with `a`'s opening (its first paragraph: DSPy's question) and
+    `_SHARED` characters or more, then differs, and still holds the last `_REWRITTEN_REST`
+    characters of what `a` has before the end both share. A new question differs within its
+    opening. An edit in `a`'s opening (the rewritten start `message_grew` takes), in its last
+    step, or in a message too short to keep that much is not told from a new question."""
+    if role(a) != role(b):
+        return False
+    text_a, text_b = message_text(a), message_text(b)
+    if text_a is None or text_b is None or len(text_b) <= len(text_a):
+        return False
+    start = common_prefix(text_a, text_b)
+    if start < max(_SHARED, _opening(text_a)):
+        return False
+    rest_a, rest_b = text_a[start:], text_b[start:]
+    end = common_prefix(rest_a[::-1], rest_b[::-1])
+    middle_a, middle_b = rest_a[: len(rest_a) - end], rest_b[: len(rest_b) - end]
+    kept = middle_a[-_REWRITTEN_REST:]
+    return len(kept) == _REWRITTEN_REST and kept in middle_b
+
+
+def _opening(text: str) -> int:
+    """How long a growing message's opening is: its first paragraph (DSPy's first input field,
+    `[[ ## question ## ]]` and the question), else its first line."""
+    for mark in ("\n\n", "\n"):
+        found = text.find(mark)
+        if found >= 0:
+            return found + len(mark)
+    return len(text)
 
 
 def head_of(view: CacheView, conversation: tuple[str, ...]) -> bytes:

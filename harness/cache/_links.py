@@ -21,7 +21,10 @@ of decision 0008:
   text it holds all of but the first line (a rewritten start, which then breaks), or, failing
   that, the latest whose head (settings, tools, system) holds the same pieces in another order
   (a tool moved between two steps of one program: DSPy names its tools in the message too); any
-  other one-message request starts a new conversation.
+  other one-message request starts a new conversation. Before those: a message that edits a
+  middle step of the latest one-message request of the same head and adds a step (it keeps that
+  request's first line and its latest step, `message_edited`) continues that request, and the
+  edit breaks, rather than extending an older step it happens to extend.
 
 Items are anything the gate takes: a captured request (`number`, `split`, `url`, `method`, its
 body), a `LintRequest`, a `RequestSplit`, a `CacheView` (taken as exact-prefix, the whole view
@@ -40,7 +43,7 @@ import msgspec
 
 from harness._shared._views import OPAQUE, CacheView, RequestSplit, encode_json
 from harness.cache._analysis import LintRequest
-from harness.cache._extends import head_of, message_grew, strip, words_of
+from harness.cache._extends import head_of, message_edited, message_grew, strip, words_of
 from harness.providers import split_request
 from harness.providers._opaque import BODY
 from harness.providers._registry import provider_named
@@ -98,7 +101,9 @@ def walk(items: Sequence[Any]) -> Iterator[tuple[Link | None, Link | None]]:
             previous = latest.get(link.endpoint)
         elif previous is None and link.single:
             earlier = singles.setdefault(link.endpoint, [])
-            previous = next((e for e in reversed(earlier) if _grows(e, link)), None)
+            previous = _edited(earlier, link)
+            if previous is None:
+                previous = next((e for e in reversed(earlier) if _grows(e, link)), None)
             if previous is None:
                 same = next((e for e in reversed(earlier) if _same_words(e, link)), None)
                 if same is not None and _heads(same)[0] != _heads(link)[0]:
@@ -217,6 +222,16 @@ def _grows(a: Link | None, b: Link) -> bool:
     that message (DSPy's ReAct): its text grew from `a`'s, or holds all of `a`'s text but its
     first line (a rewritten start: the gate judges it, and it breaks)."""
     return a is not None and a.single and b.single and message_grew(a.first, b.first)
+
+
+def _edited(earlier: list[Link], link: Link) -> Link | None:
+    """The latest earlier one-message request of the same head (the same step of the same
+    program) when `link` is it with a middle step edited and a step added (`message_edited`):
+    judged against it, not against an older step it happens to extend, so the edit is found."""
+    same = next((e for e in reversed(earlier) if _heads(e)[0] == _heads(link)[0]), None)
+    if same is not None and link.single and message_edited(same.first, link.first):
+        return same
+    return None
 
 
 def _same_words(a: Link, b: Link) -> bool:

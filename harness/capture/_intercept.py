@@ -31,8 +31,9 @@ A request is captured by the session whose test started the work that sends it
 (`harness.capture._owner`: tasks by their context, threads by the thread that started them,
 pool jobs by the code that submitted them), not by the test running when it is sent: work that
 outlives its test (a thread never joined) and sends after it ended is refused, with a
-`LateRequestWarning` naming that test, and never lands in another test's cassette. Work no test
-started (a thread started at import) is captured by the innermost session.
+`LateRequestWarning` naming that test, and never lands in another test's cassette; what such
+work sends to a host the capture does not capture goes out untouched. Work no test started (a
+thread started at import or by a session-scoped fixture) is captured by the innermost session.
 """
 
 from __future__ import annotations
@@ -137,10 +138,12 @@ def _uninstall() -> None:
     _owner.uninstall()
 
 
-def _capturing() -> tuple[Receiver, CaptureConfig] | None:
-    """The session that captures a request sent now: the owner of the work sending it if that
-    session still intercepts, else the innermost one; a `CaptureError` when the work's test has
-    ended."""
+def _capturing(host: str | None = None) -> tuple[Receiver, CaptureConfig] | None:
+    """The session that captures a request (to `host`, when the caller knows it) sent now: the
+    owner of the work sending it if that session still intercepts, else the innermost one; a
+    `CaptureError` when the work's test has ended and `host` is one its test captured. A late
+    request to a host the capture does not capture (a telemetry worker's) is none of its
+    business: None, and it goes out untouched."""
     work = _owner.owner()
     with _lock:
         if work is None:
@@ -148,11 +151,15 @@ def _capturing() -> tuple[Receiver, CaptureConfig] | None:
         mine = next((pair for pair in _active if pair[0] is work), None)
         if mine is not None or not _active:
             return mine
+        config = getattr(work, "config", None) or _active[-1][1]
+    if host is not None and not config.captures(host):
+        return None
     who = getattr(work, "test", None) or f"the test of cassette {getattr(work, 'cassette', '?')}"
     message = _printer.shown(
         f"a request was sent after {who} ended, by work it started (a thread or task still"
         " running): it is not captured by the test running now; wait for the work it starts"
-        " (join the thread, await the task) before the test ends"
+        " (join the thread, await the task) before the test ends, and start a worker that"
+        " serves every test outside any test (at import, or in a session-scoped fixture)"
     )
     warnings.warn(_owner.LateRequestWarning(message), stacklevel=2)
     raise surfaced(CaptureError(message))
@@ -163,11 +170,11 @@ def _patched(module: Any, original: Any) -> Any:
         transport = original(client, url)
         if getattr(transport, "capture_session", None) is not None:
             return transport
-        current = _capturing()
-        if current is None or getattr(transport, "capture_session", None) is not None:
+        host = url.host if url.port is None else f"{url.host}:{url.port}"
+        current = _capturing(host)
+        if current is None:
             return transport
         session, config = current
-        host = url.host if url.port is None else f"{url.host}:{url.port}"
         if not config.captures(host):
             session.hosts_passed.add(host)  # named if the test then captured nothing
             return transport

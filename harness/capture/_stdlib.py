@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = ["install", "uninstall"]
 
-Current = Callable[[], "tuple[Receiver, CaptureConfig] | None"]
+Current = Callable[[str], "tuple[Receiver, CaptureConfig] | None"]  # given the request's host
 
 _PENDING: Final = "_harness_capture_answer"
 _originals: dict[str, Any] = {}
@@ -71,13 +71,13 @@ def _request(original: Any, current: Current, httpx_module: Any) -> Any:
         **kwargs: Any,
     ) -> Any:
         __tracebackhide__ = True
-        active = current()
-        if active is None:
-            return original(connection, method, url, body, headers or {}, **kwargs)
-        session, config = active
         host = _host(connection)
         if "://" in url:  # through a plain-HTTP proxy: the connection is the proxy's
             host = urlsplit(url).netloc.rpartition("@")[2]
+        active = current(host)
+        if active is None:
+            return original(connection, method, url, body, headers or {}, **kwargs)
+        session, config = active
         if not config.captures(host):
             return original(connection, method, url, body, headers or {}, **kwargs)
         from harness.capture._transport import capture_transport

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Final
 from harness._shared._distribution import install_command
 from harness._shared._errors import CaptureError, UsageError
 from harness.capture._cassette import FRAMING, HttpResponse
+from harness.capture._encodings import decoded_request
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterator
@@ -121,8 +122,15 @@ class _Adapter:
         return self.session.upstream_for(self._module, asynchronous=asynchronous)
 
     def _ticket(self, request: Any, body: bytes) -> Ticket:
+        """The session's decision on `request`, judged on its body as the provider reads it
+        (decompressed: `_encodings`); the upstream still gets the bytes sent."""
         __tracebackhide__ = True
         headers = [(str(k).lower(), str(v)) for k, v in request.headers.multi_items()]
+        body, headers, note = decoded_request(body, headers)
+        if note is not None:
+            notes = getattr(self.session, "notes", None)
+            if isinstance(notes, list) and note not in notes:
+                notes.append(note)
         try:
             return self.session.receive(str(request.method), str(request.url), headers, body)
         except CaptureError as error:

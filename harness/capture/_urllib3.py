@@ -12,7 +12,27 @@ it in record mode. Without an upstream it goes where the code sent it, through t
 `urlopen`. The answer comes back as a urllib3 `HTTPResponse` whose body is read as it arrives
 (a stream reaches the client while it is recorded). Every other host is not touched.
 
-urllib3 is imported only when the project already has it installed; it is never a dependency.
+Status retries run as urllib3 runs them, since the patch replaces the method that does them: a
+`Retry` with a `status_forcelist` (requests' `HTTPAdapter(max_retries=Retry(...))`), or a
+`Retry-After` answer urllib3 honours, is asked of each captured answer with urllib3's own
+`Retry.is_retry`, `increment` (a `MaxRetryError` when they are spent and `raise_on_status`) and
+`sleep`, and the request is sent again. Every attempt is its own captured exchange, recorded
+with the answer it got (a 503, then the 200), as the SDKs' own retries over httpx are: replay
+answers the attempts in the order they were recorded, so the client retries in replay exactly as
+it did when recording, and a change to its retry policy shows as a request with no recorded
+answer. Without an upstream the original `urlopen` sends each attempt with the status retries
+taken out of its `Retry` (its connection retries stay), so they are not done twice. Redirects a
+pool's own `urlopen` would follow (`redirect=True` on a pool called directly) are not: `requests`
+and `PoolManager` follow them above `urlopen`, and botocore does not follow them.
+
+botocore wraps whatever `urlopen` raises in an `HTTPClientError`, which its retry handler takes
+for a connection error and retries (three times, then raises it): a capture error (a replay
+mismatch, a request with no recorded answer, a refused late request) is not one, so while the
+capture is on, botocore's `URLLib3Session.send` raises it as it is, once, and botocore gives it
+to the caller without a retry.
+
+urllib3 is imported only when the project already has it installed, botocore likewise; neither
+is a dependency.
 """
 
 from __future__ import annotations
@@ -34,7 +54,7 @@ __all__ = ["Body", "body_bytes", "install", "text", "uninstall"]
 _DEFAULT_PORTS: Final = {"http": 80, "https": 443}
 _originals: dict[str, Any] = {}
 
-Current = Callable[[], "tuple[Receiver, CaptureConfig] | None"]
+Current = Callable[[str], "tuple[Receiver, CaptureConfig] | None"]  # given the request's host
 
 
 def _installed(name: str) -> bool:
@@ -45,19 +65,47 @@ def _installed(name: str) -> bool:
 
 
 def install(current: Current, httpx_module: Any) -> None:
-    """Patch `HTTPConnectionPool.urlopen` if urllib3 is installed (else nothing)."""
+    """Patch `HTTPConnectionPool.urlopen` if urllib3 is installed (else nothing), and botocore's
+    `URLLib3Session.send` if botocore is."""
     if "urlopen" in _originals or not _installed("urllib3"):
         return
     pool = importlib.import_module("urllib3.connectionpool").HTTPConnectionPool
     original = pool.__dict__["urlopen"]
     _originals["urlopen"] = original
     pool.urlopen = _patched(original, current, httpx_module)
+    if _installed("botocore"):
+        session = importlib.import_module("botocore.httpsession").URLLib3Session
+        _originals["send"] = session.__dict__["send"]
+        session.send = _unwrapping(_originals["send"])
 
 
 def uninstall() -> None:
     original = _originals.pop("urlopen", None)
     if original is not None:
         importlib.import_module("urllib3.connectionpool").HTTPConnectionPool.urlopen = original
+    send = _originals.pop("send", None)
+    if send is not None:
+        importlib.import_module("botocore.httpsession").URLLib3Session.send = send
+
+
+def _unwrapping(original: Any) -> Any:
+    """botocore's `send`, raising a capture error as it is rather than as the `HTTPClientError`
+    botocore wraps it in (and would retry)."""
+    from harness._shared._errors import CaptureError
+
+    @functools.wraps(original)
+    def send(self: Any, request: Any) -> Any:
+        __tracebackhide__ = True
+        try:
+            return original(self, request)
+        except Exception as error:
+            wrapped = getattr(error, "kwargs", None)
+            inner = wrapped.get("error") if isinstance(wrapped, dict) else None
+            if isinstance(inner, CaptureError):
+                raise inner from None
+            raise
+
+    return send
 
 
 def _origin(pool: Any) -> tuple[str, str]:
@@ -95,30 +143,67 @@ def text(value: Any) -> str:
 def _patched(original: Any, current: Current, httpx_module: Any) -> Any:
     def urlopen(pool: Any, method: str, url: str, body: Any = None, *args: Any, **kw: Any) -> Any:
         __tracebackhide__ = True
-        active = current()
-        if active is None or args:
+        if args:
             return original(pool, method, url, body, *args, **kw)
-        session, config = active
         scheme, host = _origin(pool)
         if "://" in url:  # through a plain-HTTP proxy: the pool is the proxy's, the URL whole
             parts = urlsplit(url)
             scheme, host = parts.scheme, parts.netloc.rpartition("@")[2]
+        active = current(host)
+        if active is None:
+            return original(pool, method, url, body, *args, **kw)
+        session, config = active
         if not config.captures(host):
             return original(pool, method, url, body, *args, **kw)
         from harness.capture._transport import capture_transport
 
         full = url if "://" in url else f"{scheme}://{host}{url}"
-        data = body_bytes(body)
+        data = body_bytes(body)  # read once: every attempt sends these bytes
         headers = [(text(k), text(v)) for k, v in dict(kw.get("headers") or {}).items()]
-        request = httpx_module.Request(method, full, headers=headers, content=data)
-        upstream = _upstream_class(httpx_module)(original, pool, url, kw)
-        transport = capture_transport(session, httpx_module, upstream=upstream)
-        response = transport.handle_request(request)
-        return _urllib3_response(response, method, full, kw)
+        kw = {**kw, "retries": _retry_of(pool, kw)}
+        while True:
+            request = httpx_module.Request(method, full, headers=headers, content=data)
+            upstream = _upstream_class(httpx_module)(original, pool, url, kw)
+            transport = capture_transport(session, httpx_module, upstream=upstream)
+            answer = _urllib3_response(transport.handle_request(request), method, full, kw)
+            retries = _status_retry(pool, method, url, kw["retries"], answer)
+            if retries is None:
+                return answer
+            kw["retries"] = retries
 
     urlopen.__doc__ = original.__doc__
     urlopen.__wrapped__ = original  # type: ignore[attr-defined]
     return urlopen
+
+
+def _retry_of(pool: Any, kw: dict[str, Any]) -> Any:
+    """The call's `Retry`, as urllib3's `urlopen` makes it of what it was given."""
+    from urllib3.util.retry import Retry
+
+    retries = kw.get("retries")
+    if isinstance(retries, Retry):
+        return retries
+    return Retry.from_int(retries, redirect=kw.get("redirect", True), default=pool.retries)
+
+
+def _status_retry(pool: Any, method: str, url: str, retries: Any, answer: Any) -> Any:
+    """What urllib3's `urlopen` does with an answer's status: the `Retry` of the next attempt
+    (after its back-off or `Retry-After` wait), or None to hand `answer` to the caller; raises
+    urllib3's `MaxRetryError` when the retries are spent and `raise_on_status` says so."""
+    from urllib3.exceptions import MaxRetryError
+
+    if not retries.is_retry(method, answer.status, bool(answer.headers.get("Retry-After"))):
+        return None
+    try:
+        following = retries.increment(method, url, response=answer, _pool=pool)
+    except MaxRetryError:
+        if retries.raise_on_status:
+            answer.drain_conn()
+            raise
+        return None
+    answer.drain_conn()  # read to its end: its exchange is recorded whole
+    following.sleep(answer)
+    return following
 
 
 class Body(io.RawIOBase):
@@ -216,6 +301,9 @@ def _upstream_class(httpx_module: Any) -> type[Any]:
         def handle_request(self, request: Any) -> Any:
             kw = dict(self._kw)
             kw.update(preload_content=False, decode_content=False)
+            retries = kw.get("retries")
+            if retries is not None:  # the status retries are the capture's, each attempt seen
+                kw["retries"] = retries.new(status_forcelist=None, respect_retry_after_header=False)
             kw["headers"] = dict(request.headers.items())
             answer = self._send(self._pool, request.method, self._url, request.content, **kw)
             return httpx_module.Response(

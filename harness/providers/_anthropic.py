@@ -8,7 +8,8 @@ Which fields are settings and which are bookkeeping is the rules pack's (`_class
 tool sent with `defer_loading` (tool search) is not in the cached prefix: the split keeps it apart,
 with the bookkeeping, so adding one never breaks the prefix. A string `content` or `system` is the
 API's shorthand for one text block (`shorthand`): the cache model keys both forms alike.
-Also reached through Vertex (`:rawPredict`) and Bedrock's `/invoke` with `anthropic_version`. On
+Also reached through Vertex (`:rawPredict`) and Bedrock's `/invoke` for a Claude model id (the
+Bedrock table `invoke_shape` says which InvokeModel body is Claude's). On
 Vertex the raw key order reaches the cache (`messages` before `system` or `tools` misses): the
 view says so in the setting `KEY_ORDER`, so two requests serialised in different orders differ.
 """
@@ -32,6 +33,7 @@ from harness.providers._base import (
     point_pointer,
     truncate,
 )
+from harness.providers._bedrock import invoke_shape
 from harness.providers._classify import classify
 from harness.providers._pack import KeyOrder, rules_pack
 
@@ -96,7 +98,8 @@ class AnthropicMessages(Provider):
             path = urlsplit(url).path.rstrip("/")
             if path.endswith(("/messages", ":rawPredict", ":streamRawPredict")):
                 return isinstance(body.get("messages"), list)
-            return "anthropic_version" in body and (path.endswith("/invoke") or "/invoke-" in path)
+            shape = invoke_shape(body, url)  # Bedrock's InvokeModel: by the model id
+            return shape is not None and shape[0].kind == "anthropic"
         messages = body.get("messages")
         if not isinstance(messages, list) or "input" in body or "instructions" in body:
             return False
