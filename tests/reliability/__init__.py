@@ -8,4 +8,10 @@ order and growing system (2, 3) `test_prefix_gate`; a skipped module's recording
 (8) `test_lingering_work`; a broken provider plugin (9) `test_provider_isolation`; stream deltas
 per channel and any `Authorization` scheme (10, 11) `test_secret_property`; `harness init` on odd
 folders (12) `test_init_folders`; one cassette order and its timing (14) `test_concurrent_order`.
+
+Issue 32's third round, a file per door: urllib3 status retries, compressed request bodies and
+botocore retrying a replay mismatch `test_attack3_clients`; InvokeModel bodies of non-Anthropic
+models `test_attack3_invoke`; who owns a thread started before the fixture, a lazily started
+worker, pool order and an edited middle step of a growing message (decision 0029)
+`test_attack3_owners`.
 """
