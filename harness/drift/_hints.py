@@ -40,8 +40,8 @@ _NAMED_DATE = (
 _DOTTED_DATE = (
     r"(?<!\w)(?<!\w\.)(?:0?[1-9]|[12]\d|3[01])\.(?:0?[1-9]|1[0-2])\.(?:19|20)\d\d(?!\w|\.\w)"
 )
-# Every branch of `_NAMED_DATE` holds a `_MONTH`, and every month's name starts with one of these.
-_MONTH_STEM: Final = re.compile("Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec")
+# Every branch of `_NAMED_DATE` holds a `_MONTH` after a word boundary: without one, none matches.
+_MONTH_STEM: Final = re.compile(rf"\b{_MONTH}")
 _NUMERIC_DATE = r"\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}/\d{1,2}/\d{4}\b"
 _EVERY_RUN = (
     "volatile content in a header breaks the cache on every run;"
