@@ -182,7 +182,7 @@ def _boundary(headers: tuple[tuple[str, str], ...]) -> bytes | None:
     return found.group(1).encode() if found else None
 
 
-def test_near_miss_a_sync_generator_aiohttp_refuses_is_refused_alike_and_nothing_is_sent(
+def test_a_sync_generator_aiohttp_refuses_is_refused_alike_and_nothing_is_sent(
     loopback: tuple[str, list[Seen]],
 ) -> None:
     def numbers() -> Iterator[bytes]:
