@@ -17,11 +17,13 @@ a host past this machine, and an `/etc/hosts` of the namespace's own (a mount na
 127.0.0.1 and ::1. Each attack swallows its error and must fail in one line naming the host and
 what to do; each near miss (loopback by address, `localhost`, an allowed address, network or
 name, an address in `"providers"` mode) must go through, its connection made. Without root or
-`unshare` the test skips saying so, except under CI (`CI=true`), where it fails: CI runs as root.
+`unshare` the test skips saying so, except under CI (`CI=true`, read when the module is collected),
+where it fails: CI runs as root.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shutil
@@ -31,9 +33,13 @@ from pathlib import Path
 
 import pytest
 
+from harness._shared._ci import detect_ci
 from tests.support.inner import UNUSED_PLUGINS
 
 FAR = "192.0.2.10"
+# Read when the module is collected: the root conftest takes the CI variables out of the
+# environment for the session (no test's outcome may depend on them) before any test runs.
+UNDER_CI = detect_ci() is not None
 
 CONFTEST = """
 import socket
@@ -357,9 +363,13 @@ NEAR_MISSES = 6
 
 
 def namespace() -> None:
-    """Skip (fail under CI) unless this process may make a network and mount namespace."""
+    """Skip (fail under CI) unless this process may make a network and mount namespace, and
+    aiodns (aiohttp's c-ares resolver) and uvloop, which the test extra brings, are here."""
     reason = None
-    if sys.platform != "linux" or os.geteuid() != 0:
+    missing = [name for name in ("aiodns", "uvloop") if importlib.util.find_spec(name) is None]
+    if missing:
+        reason = f"needs {' and '.join(missing)} (the test extra brings them)"
+    elif sys.platform != "linux" or os.geteuid() != 0:
         reason = "needs root on Linux to run the attacks in a network namespace (unshare -n)"
     elif shutil.which("unshare") is None or shutil.which("ip") is None:
         reason = "needs unshare (util-linux) and ip (iproute2)"
@@ -369,7 +379,7 @@ def namespace() -> None:
             reason = f"unshare -n -m failed here: {probe.stderr.strip()}"
     if reason is None:
         return
-    if os.environ.get("CI", "").lower() == "true":
+    if UNDER_CI:
         pytest.fail(f"{reason}; CI runs as root and must run the guard's attacks")
     pytest.skip(reason)
 
@@ -410,8 +420,6 @@ def test_every_door_refuses_a_host_past_this_machine_and_the_near_misses_go_thro
     pytester: pytest.Pytester,
 ) -> None:
     namespace()
-    pytest.importorskip("aiodns")  # the test extra brings it: aiohttp's c-ares resolver
-    pytest.importorskip("uvloop")
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(bound=BOUND, test_doors=TESTS)
     code, output = run_isolated(pytester.path)
