@@ -158,7 +158,7 @@ def _remember(host: Any, addresses: Iterable[Any]) -> None:
 
 def _allowed(host: str, address: str | None, config: CaptureConfig) -> bool:
     for pattern in (*config.allowed_hosts, *config.ignore_hosts):
-        if host_matches(pattern, host):
+        if host_matches(pattern, host) or (address is not None and address_of(pattern) == address):
             return True
         if address is not None and "/" in pattern:
             try:
@@ -182,14 +182,14 @@ def _what(host: str, session: CaptureSession, config: CaptureConfig, mode: str) 
     if _allowed(host, address, config):
         return None
     with session.lock:
-        if host in session.hosts_seen:
+        if host in session.hosts_seen or address in session.hosts_seen:
             return None  # the capture forwards a request it captured: recording against the network
     if address is not None:
         with _lock:
             names = sorted(_looked_up.get(address, ()))
         if any(_what(name, session, config, mode) is None for name in names):
             return None
-    provider = config.captures(host)
+    provider = config.captures(host) or (address is not None and config.captures(address))
     if mode == "providers" and not provider:
         return None
     if provider:

@@ -187,6 +187,11 @@ def test_socket_connect_to_an_address(servers):
 
 
 @ALL
+def test_an_ipv4_mapped_address(servers):
+    quiet(lambda: tcp("::ffff:" + FAR, servers[FAR]))
+
+
+@ALL
 def test_asyncio_open_connection_to_an_address(servers):
     quiet(lambda: asyncio.run(opened(FAR, servers[FAR])))
 
@@ -295,6 +300,7 @@ def test_near_miss_loopback_by_every_door(servers):
     for how in ("sendto", "sendmsg", "connect"):
         udp("127.0.0.1", servers["udp 127.0.0.1"], how)
     assert tcp("127.1", servers["127.0.0.1"]).startswith(OK)  # inet_aton's form of 127.0.0.1
+    assert tcp("::ffff:127.0.0.1", servers["127.0.0.1"]).startswith(OK)
     socket.gethostbyaddr("127.0.0.1")
 
 
@@ -310,6 +316,7 @@ def test_near_miss_localhost_by_name(servers):
 @pytest.mark.header_capture(block_network="all", allowed_hosts=[FAR])
 def test_near_miss_an_allowed_address(servers):
     assert tcp(FAR, servers[FAR]).startswith(OK)
+    assert tcp("::ffff:" + FAR, servers[FAR]).startswith(OK)  # the same address
     assert asyncio.run(opened(FAR, servers[FAR])).startswith(OK)
     assert asyncio.run(fetched(f"http://{FAR}:{servers[FAR]}/")) == 200
     assert uvloop.run(opened(FAR, servers[FAR])).startswith(OK)
@@ -340,6 +347,7 @@ def test_near_miss_providers_lets_an_address_be(servers):
 # Each attack: the host its refusal names, and what the refusal calls it.
 ATTACKS = {
     "test_socket_connect_to_an_address": (FAR, "an address"),
+    "test_an_ipv4_mapped_address": ("::ffff:" + FAR, "an address"),
     "test_asyncio_open_connection_to_an_address": (FAR, "an address"),
     "test_loop_create_connection_to_an_address": (FAR, "an address"),
     "test_loop_sock_connect_to_an_address": (FAR, "an address"),
