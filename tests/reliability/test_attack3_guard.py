@@ -68,7 +68,12 @@ class Answer(BaseHTTPRequestHandler):
         pass
 
 
-class Six(ThreadingHTTPServer):
+class Quiet(ThreadingHTTPServer):
+    def handle_error(self, request, client_address):
+        pass  # a client that read its 12 bytes and left
+
+
+class Six(Quiet):
     address_family = socket.AF_INET6
 
 
@@ -76,8 +81,7 @@ class Six(ThreadingHTTPServer):
 def servers():
     \"\"\"HTTP servers on 192.0.2.10, 127.0.0.1 and ::1; UDP sockets on the first two.\"\"\"
     ports, kept = {}, []
-    for address, kind in (("192.0.2.10", ThreadingHTTPServer), ("127.0.0.1", ThreadingHTTPServer),
-                          ("::1", Six)):
+    for address, kind in (("192.0.2.10", Quiet), ("127.0.0.1", Quiet), ("::1", Six)):
         server = kind((address, 0), Answer)
         threading.Thread(target=server.serve_forever, daemon=True).start()
         ports[address] = server.server_address[1]
@@ -119,25 +123,32 @@ def quiet(call):
     return "sent"
 
 
+def status(connection):
+    \"\"\"The status line's first 12 bytes of the answer to a GET sent on `connection`.\"\"\"
+    connection.sendall(b"GET / HTTP/1.0\\r\\n\\r\\n")
+    answer = b""
+    while len(answer) < 12 and (chunk := connection.recv(12 - len(answer))):
+        answer += chunk
+    return answer
+
+
 def tcp(host, port):
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family) as connection:
         connection.settimeout(5)
         connection.connect((host, port))
-        connection.sendall(b"GET / HTTP/1.0\\r\\n\\r\\n")
-        return connection.recv(12)
+        return status(connection)
 
 
 def by_name(host, port):
     with socket.create_connection((host, port), timeout=5) as connection:
-        connection.sendall(b"GET / HTTP/1.0\\r\\n\\r\\n")
-        return connection.recv(12)
+        return status(connection)
 
 
 async def opened(host, port):
     reader, writer = await asyncio.open_connection(host, port)
     writer.write(b"GET / HTTP/1.0\\r\\n\\r\\n")
-    answer = await reader.read(12)
+    answer = await reader.readexactly(12)
     writer.close()
     return answer
 
@@ -394,7 +405,8 @@ def namespace() -> None:
 
 def run_isolated(project: Path) -> tuple[int, str]:
     """Pytest on `project` in a network namespace of its own: lo up, 192.0.2.10 on it, and an
-    /etc/hosts of its own; its exit code and output."""
+    /etc/hosts of its own; its exit code and report (stdout: a server thread's stderr is not
+    pytest's)."""
     hosts = project / "hosts"
     names = f"{FAR} stand-in.test localhost.attacker.example 127.0.0.1.attacker.example\n"
     hosts.write_text(Path("/etc/hosts").read_text(encoding="utf-8") + "\n" + names)
@@ -414,7 +426,7 @@ def run_isolated(project: Path) -> tuple[int, str]:
         text=True,
         timeout=600,
     )
-    return done.returncode, done.stdout + done.stderr
+    return done.returncode, done.stdout
 
 
 def sections(output: str) -> dict[str, str]:
