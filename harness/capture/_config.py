@@ -38,11 +38,12 @@ rows the same way (`harness.cost._prices`: a negotiated rate, asked before the l
 the cache budget (`@pytest.mark.cache_budget`).
 
 No silent pass (`harness.capture._guard`): under `@pytest.mark.header_capture`, a client the
-capture does not see (a raw socket, a library not intercepted) that resolves a provider's host
+capture does not see (a raw socket, a library not intercepted) that reaches a provider's host
 fails the test, in one line naming the host and the library; `block_network="all"` blocks every
-host but loopback and `allowed_hosts`, and `"auto"` (the default) is `"providers"` locally and
-`"all"` in CI. A marked test that captured no request is warned about in record modes and fails
-in check mode (`no_requests="auto"`).
+host but loopback and `allowed_hosts` (names, wildcards, addresses or networks such as
+`10.0.0.0/8`), and `"auto"` (the default) is `"providers"` locally and `"all"` in CI. A marked
+test that captured no request is warned about in record modes and fails in check mode
+(`no_requests="auto"`).
 
 A timestamp, date, UUID or generated id in the cached prefix (the rule `volatile-in-prefix`)
 fails a test that records (`volatile_in_prefix="fail"`, the default), so no cassette is written

@@ -42,6 +42,7 @@ MAY_USE = {
 # never a dependency; they are in the `test` extra only.
 INTERCEPTED = {"harness.capture._urllib3": {"urllib3"}}
 INTERCEPTED["harness.capture._aiohttp"] = {"aiohttp", "multidict", "yarl"}
+INTERCEPTED["harness.capture._aiohttp_wire"] = {"aiohttp"}
 START_UP = {"harness": ("",), "harness.cli": ("",), "harness.capture": ("",)}
 START_UP_WITH_PYTEST = {"harness.pytest_plugin": ("", "pytest")}
 
