@@ -13,5 +13,8 @@ Issue 32's third round, a file per door: urllib3 status retries, compressed requ
 botocore retrying a replay mismatch `test_attack3_clients`; InvokeModel bodies of non-Anthropic
 models `test_attack3_invoke`; who owns a thread started before the fixture, a lazily started
 worker, pool order and an edited middle step of a growing message (decision 0029)
-`test_attack3_owners`.
+`test_attack3_owners`; aiohttp's bodies, middlewares, trace configs and redirects under capture
+`test_attack3_aiohttp`; the network guard's other doors (a bare address, UDP, reverse lookups,
+resolvers bound at import, c-ares, uvloop, look-alike loopback names), run in a network namespace
+of their own (decision 0032) `test_attack3_guard`.
 """
