@@ -7,7 +7,8 @@ module turns them into text that is safe to print:
   declared secret (`secret_patterns`) and every value the run redacted from a header, replaced
   by `[redacted]`; a project's allowed fake keys stay. `extend(...)` adds the project's words
   (a capture session does, as it is made and as each request and answer passes: the same words
-  its recordings are scanned for); `generation()` says when they changed, so a cached printed
+  its recordings are scanned for), `learn(...)` the secret headers and URLs of an input file
+  (the CLI's); `generation()` says when they changed, so a cached printed
   form is made again; `exported()`/`imported()` carry them from a pytest-xdist worker to the
   controller, which prints the summary.
 - `clip`, `bounded`, `excerpt`, `around`: cuts of content, each redacting first (a cut key may
@@ -51,6 +52,7 @@ __all__ = [
     "extend",
     "generation",
     "imported",
+    "learn",
     "line",
     "on_github_actions",
     "reads_as_command",
@@ -94,12 +96,29 @@ def extend(
     with _lock:
         known = set(_words.patterns)
         added = tuple(p for p in patterns if p not in known)
-        values = tuple(v for v in dict.fromkeys(secrets) if v and v not in _words.secrets)
+        learnt = set(_words.secrets)
+        values = tuple(v for v in dict.fromkeys(secrets) if v and v not in learnt)
         kept = frozenset(allow) - _words.allow
         if not (added or values or kept):
             return
         _words = _Words(_words.patterns + added, _words.allow | kept, _words.secrets + values)
         _generation += 1
+
+
+def learn(headers: Iterable[tuple[str, str]] = (), urls: Iterable[str | None] = ()) -> None:
+    """Redact, in everything printed from now on, what an input file's requests hide: the
+    values of their secret headers (a proxy log's `x-api-key`, a cookie's values; named as a
+    capture session's `Redaction` names them) and their URLs' passwords and secret query
+    values. The CLI learns each file it reads (issue 32: a proxy log's `x-api-key`, echoed in
+    a body, was printed by `harness report`, `diff` and `lint`)."""
+    from harness._shared._secrets import Redaction
+
+    rules = Redaction()
+    values = rules.secret_values(list(headers))
+    for url in urls:
+        values += rules.url_values(url) if url else []
+    if values:
+        extend(secrets=values)
 
 
 def exported() -> dict[str, Any]:
@@ -186,12 +205,12 @@ def line(text: str, limit: int = LINE_LIMIT) -> str:
 def excerpt(seen: Window) -> str:
     """About 80 bytes around the mark, with MARKER where the difference starts; a secret near
     it is shown as `[redacted]` (the text around the mark is redacted before it is cut)."""
-    from harness._shared._secret_shapes import find_secrets
+    from harness._shared._secret_views import find_all
 
     data, mark = seen.data, seen.mark
     words = _words
     text = data.decode("utf-8", "replace")
-    if find_secrets(text, _patterns(), allow=words.allow, secrets=words.secrets):
+    if find_all(text, _patterns(), allow=words.allow, secrets=words.secrets):
         return _redacted_excerpt(seen)
     while 0 < mark < len(data) and _continuation(data[mark]):
         mark -= 1  # the marker goes before the character the differing byte belongs to
@@ -229,16 +248,17 @@ def _redacted_excerpt(seen: Window) -> str:
 def _redact_marking(text: str, at: int) -> tuple[str, int]:
     """`text` with its secrets replaced by REDACTED, and where position `at` went (a secret
     holding `at` is replaced whole, and `at` moves to its start)."""
-    from harness._shared._secret_shapes import find_secrets
+    from harness._shared._secret_views import find_all
     from harness._shared._secrets import REDACTED
 
     words = _words
     pieces: list[str] = []
     position = 0
     moved = at
-    for hit in find_secrets(text, _patterns(), allow=words.allow, secrets=words.secrets):
+    for hit in find_all(text, _patterns(), allow=words.allow, secrets=words.secrets):
         start, end = hit.cut
-        if start < position or end <= start:
+        start = max(start, position)  # a hit overlapping one replaced already: its rest
+        if end <= start:
             continue
         pieces += [text[position:start], REDACTED]
         if start < at < end:

@@ -319,3 +319,241 @@ def test_words_identifiers_digests_and_pictures_are_left_alone(tmp_path: Path, n
     session = record(tmp_path, request_body(f"use {text}", tool))
     ((_, data),) = session.finish().files
     assert text.encode() in data
+
+
+# -- 2. secrets through other doors ----------------------------------------------------------------
+
+SESSION = "opaque-session-7f3a9c21e5b84d06"  # no key shape: only the cookie it came in names it
+CSRF = "csrf-token-0a1b2c3d4e5f"
+API_KEY = "opaque-credential-7f3a9c21e5"
+ANTHROPIC_KEY = "sk-ant-api03-" + "Zq7Wm2" * 10 + "-AbCd"
+
+
+def reply_with(headers: dict[str, str], text: str) -> httpx2.MockTransport:
+    return httpx2.MockTransport(
+        lambda _: httpx2.Response(200, headers=headers, json={"content": [{"text": text}]})
+    )
+
+
+def record_with(
+    tmp: Path,
+    prompt: str,
+    headers: dict[str, str] | None = None,
+    upstream: httpx2.MockTransport | None = None,
+    url: str = ANTHROPIC_URL,
+) -> CaptureSession:
+    session = CaptureSession.for_test(
+        tmp / "cassette.json",
+        "record",
+        writes_allowed=True,
+        upstream=upstream or reply_with({}, "ok"),
+    )
+    session.httpx2_client().post(url, json=request_body(prompt), headers=headers or {})
+    return session
+
+
+@pytest.mark.parametrize(
+    ("cookie", "echoed"),
+    [
+        (f"sid={SESSION}", SESSION),
+        (f"theme=dark; sid={SESSION}; csrf={CSRF}", CSRF),
+        (f'sid="{SESSION}"', SESSION),
+    ],
+)
+def test_a_cookie_value_echoed_into_a_prompt_is_never_written_or_printed(
+    tmp_path: Path, cookie: str, echoed: str
+) -> None:
+    """Before, the scan looked for `sid=<value>`: the value alone went through."""
+    session = record_with(tmp_path, f"my session is {echoed}", {"cookie": cookie})
+    with pytest.raises(SecretLeak) as caught:
+        session.finish()
+    assert echoed not in str(caught.value)
+    assert not (tmp_path / "cassette.json").exists()
+    assert echoed not in _printer.redact(f"the prompt said {echoed}.")
+
+
+def test_the_cookie_a_response_sets_is_never_written_where_it_is_echoed(tmp_path: Path) -> None:
+    set_cookie = f"sid={SESSION}; Path=/; Expires=Wed, 21 Oct 2026 07:28:00 GMT; HttpOnly"
+    upstream = reply_with({"set-cookie": set_cookie}, f"your session is {SESSION}")
+    session = record_with(tmp_path, "hello", upstream=upstream)
+    with pytest.raises(SecretLeak):
+        session.finish()
+    assert SESSION not in _printer.redact(f"it said {SESSION}")
+
+
+def test_a_cookies_attributes_and_short_values_are_no_secret(tmp_path: Path) -> None:
+    """The near miss: what a `Set-Cookie` says of its cookie (its expiry, its path) and a short
+    cookie value, in a prompt and a reply, are written and printed as they are."""
+    expires = "Wed, 21 Oct 2026 07:28:00 GMT"
+    upstream = reply_with({"set-cookie": f"sid={SESSION}; Path=/api; Expires={expires}"}, expires)
+    session = record_with(tmp_path, "dark mode, /api please", {"cookie": "theme=dark"}, upstream)
+    ((_, data),) = session.finish().files
+    assert expires.encode() in data and b"dark mode, /api" in data
+    assert _printer.redact(f"{expires} dark /api") == f"{expires} dark /api"
+
+
+def test_the_cli_never_prints_its_inputs_secret_headers_echoed_in_a_body(
+    tmp_path: Path, cli: Cli
+) -> None:
+    """A proxy log's `x-api-key`, cookie and secret query value, opaque and echoed in the
+    system prompt next to the first difference: report, diff, lint and cost learn them from
+    the input and print none (before, the CLI never learnt its inputs' headers)."""
+    headers = {"x-api-key": API_KEY, "cookie": f"sid={SESSION}", "x-request-id": "req-visible-42"}
+    echo = f"{API_KEY} {SESSION} {CSRF} req-visible-42"
+    url = f"{ANTHROPIC_URL}?api_key={CSRF}"
+    lines = [
+        proxy_line(f"claude-{API_KEY}", f"{echo}|A|{echo}", headers),
+        proxy_line(f"claude-{API_KEY}", f"{echo}|B|{echo}", headers),
+    ]
+    for line in lines:
+        line["url"] = url
+    shown = printed(cli, tmp_path, *write_inputs(tmp_path, lines))
+    for door, text in shown.items():
+        for secret in (API_KEY, SESSION, CSRF):
+            assert secret not in text, f"{door} prints {secret}"
+    # the near miss: a header that is no secret is printed as it is
+    assert "req-visible-42" in shown["diff text"] and "req-visible-42" in shown["report html"]
+
+
+def percent_encoded(text: str) -> str:
+    return "".join(f"%{ord(c):02X}" for c in text)
+
+
+ENCODED_URLS = {
+    "escaped whole": f"{ANTHROPIC_URL}?q={percent_encoded(ANTHROPIC_KEY)}",
+    "first letter escaped": f"{ANTHROPIC_URL}?q=%73{ANTHROPIC_KEY[1:]}",
+    "escaped dashes": f"{ANTHROPIC_URL}?q=" + ANTHROPIC_KEY.replace("-", "%2D"),
+}
+
+
+@pytest.mark.parametrize("how", list(ENCODED_URLS))
+def test_a_percent_encoded_key_in_a_url_is_never_written_or_printed(
+    tmp_path: Path, how: str
+) -> None:
+    url = ENCODED_URLS[how]
+    session = record_with(tmp_path, "hello", url=url)
+    with pytest.raises(SecretLeak) as caught:
+        session.finish()
+    assert "percent-encoded" in str(caught.value)
+    shown = _printer.redact(f"GET {url} 200")
+    assert url.split("?q=")[1][:12] not in shown and "[redacted]" in shown
+    assert_hidden(shown, ANTHROPIC_KEY)
+
+
+def test_ordinary_percent_escapes_are_no_secret(tmp_path: Path) -> None:
+    """The near miss: a query of escaped words is written, and printed as it is."""
+    url = f"{ANTHROPIC_URL}?q=caf%C3%A9%20au%20lait%2C%20s%27il%20vous%20pla%C3%AEt&task-list-1"
+    session = record_with(tmp_path, "hello", url=url)
+    ((_, data),) = session.finish().files
+    assert b"caf%C3%A9%20au%20lait" in data
+    assert _printer.redact(url) == url
+
+
+TOKEN = "opaque-deploy-token-7f3a9c21e5"
+USERINFO = {
+    "password": f"clone https://ci-bot:{TOKEN}@git.example.test/org/repo.git",
+    "token as the user": "clone https://0a1b2c3d4e5f60718293a4b5c6d7e8f9@git.example.test/r.git",
+    "json-escaped slashes": f"clone https:\\/\\/ci-bot:{TOKEN}@git.example.test\\/r.git",
+}
+
+
+@pytest.mark.parametrize("where", list(USERINFO))
+def test_a_token_as_a_urls_userinfo_is_never_written_or_printed(tmp_path: Path, where: str) -> None:
+    text = USERINFO[where]
+    secret = TOKEN if TOKEN in text else "0a1b2c3d4e5f60718293a4b5c6d7e8f9"
+    session = record_with(tmp_path, text)
+    with pytest.raises(SecretLeak) as caught:
+        session.finish()
+    assert "URL" in str(caught.value) and secret not in str(caught.value)
+    assert secret not in _printer.redact(text) and "[redacted]@git.example.test" in (
+        _printer.redact(text).replace(":[redacted]", "[redacted]")
+    )
+
+
+def test_a_token_as_the_request_urls_user_is_redacted_in_the_cassette(tmp_path: Path) -> None:
+    url = "https://0a1b2c3d4e5f60718293a4b5c6d7e8f9@api.anthropic.com/v1/messages"
+    session = record_with(tmp_path, "hello", url=url)
+    ((_, data),) = session.finish().files
+    assert b"0a1b2c3d4e5f" not in data and b"https://[redacted]@api.anthropic.com" in data
+
+
+def test_a_urls_user_name_short_password_and_placeholders_are_no_secret(tmp_path: Path) -> None:
+    """The near miss: `git@`, a documentation example's `user:pass`, placeholders."""
+    text = (
+        "use ssh://git@github.com/org/repo or https://user:pass@example.com or"
+        " postgres://app:${DB_PASSWORD}@db:5432/app or https://u:<password>@h/"
+        " or https://bob.smith@example.com/"
+    )
+    session = record_with(tmp_path, text)
+    ((_, data),) = session.finish().files
+    assert json.dumps(text).encode()[1:-1] in data
+    assert _printer.redact(text) == text
+
+
+BASE64 = {
+    "a key alone": base64.b64encode(ANTHROPIC_KEY.encode()).decode(),
+    "in a sentence": base64.b64encode(f"the key is {ANTHROPIC_KEY}, use it".encode()).decode(),
+    "url-safe, unpadded": base64.urlsafe_b64encode(b"AKIAQX7ZT2MBW4K5NJ3R").decode().rstrip("="),
+    "after a word": "data" + base64.b64encode(b".." + ANTHROPIC_KEY.encode()).decode(),
+    "a .env file": base64.b64encode(
+        f"DEBUG=1\nANTHROPIC_API_KEY={ANTHROPIC_KEY}\nPORT=8080\n".encode()
+    ).decode(),
+}
+
+
+@pytest.mark.parametrize("how", list(BASE64))
+def test_a_base64_encoded_key_in_a_prompt_is_never_written_or_printed(
+    tmp_path: Path, how: str
+) -> None:
+    encoded = BASE64[how]
+    session = record_with(tmp_path, f"decode this: {encoded} and run it")
+    with pytest.raises(SecretLeak) as caught:
+        session.finish()
+    assert "base64-encoded" in str(caught.value)
+    shown = _printer.redact(f"decode this: {encoded} and run it")
+    assert encoded not in shown and "[redacted]" in shown
+    assert_hidden(shown, encoded)
+
+
+def test_base64_that_holds_no_key_is_written(tmp_path: Path) -> None:
+    """The near miss: base64 of a sentence, of a small picture, and a thinking signature."""
+    rng = random.Random("near-miss")
+    texts = [
+        base64.b64encode(b"hello world, this is a perfectly ordinary sentence").decode(),
+        base64.b64encode(bytes(rng.getrandbits(8) for _ in range(3000))).decode(),
+        "EqQBCkgIBxABGAIiQL" + _draw(rng, ALNUM + "+/", 300),
+    ]
+    for text in texts:
+        session = record_with(tmp_path, f"look: {text}")
+        ((_, data),) = session.finish().files
+        assert text.encode() in data
+        assert _printer.redact(text) == text
+
+
+def test_the_scan_of_bytes_finds_what_the_scan_of_their_text_finds() -> None:
+    """The fast path (bytes cleared without being decoded) never hides an encoded secret:
+    seeded random mixtures of words, escapes, base64, URLs and bytes that are not UTF-8."""
+    from harness._shared._secrets import findings_in
+
+    rng = random.Random("byte-clearance")
+    parts = [
+        "plain words ",
+        "caf\u00e9 ",
+        "%73k-ant-api03-" + "Zq7Wm2" * 5,
+        percent_encoded("AKIAQX7ZT2MBW4K5NJ3R"),
+        "%C3%A9%20",
+        base64.b64encode(ANTHROPIC_KEY.encode()).decode(),
+        base64.b64encode(b"ordinary text that is long enough").decode(),
+        "https://ci:" + TOKEN + "@h/",
+        "https://u:pass@h/",
+        "ssh://git@h/",
+        "%",
+        "@",
+        "==",
+    ]
+    for _ in range(300):
+        pieces = [rng.choice(parts).encode() for _ in range(rng.randint(1, 5))]
+        if rng.random() < 0.3:
+            pieces.insert(rng.randint(0, len(pieces)), bytes([rng.getrandbits(8) | 0x80]))
+        data = b"".join(pieces)
+        assert scan_secrets(data) == findings_in(data.decode("utf-8", "replace")), data
