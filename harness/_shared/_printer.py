@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from harness._shared._views import Window
 
 __all__ = [
+    "ANNOTATION_LIMIT",
     "LINE_LIMIT",
     "MARKER",
     "NAME_LIMIT",
@@ -55,6 +56,7 @@ __all__ = [
     "learn",
     "line",
     "on_github_actions",
+    "printed_lines",
     "reads_as_command",
     "redact",
     "reset",
@@ -65,6 +67,7 @@ __all__ = [
 MARKER: Final = "<<HERE>>"  # where the difference starts, inside an excerpt
 NAME_LIMIT: Final = 120  # characters of a tool name, key or label a report shows
 LINE_LIMIT: Final = 2000  # characters of one printed line
+ANNOTATION_LIMIT: Final = 16 * 1024  # characters of an annotation's message (many lines)
 REACH: Final = 16 * 1024  # how far around a cut a secret that crosses it is looked for
 _CONTEXT_BEFORE: Final = 20
 _CONTEXT_SIZE: Final = 80
@@ -198,8 +201,36 @@ def bounded(text: str, limit: int = NAME_LIMIT) -> str:
 
 
 def line(text: str, limit: int = LINE_LIMIT) -> str:
-    """One printable line: redacted, control characters escaped, at most `limit` long."""
-    return bounded(one_line(text), limit)
+    """One printable line: redacted, control characters escaped, at most `limit` long (and
+    saying how many more characters there were). Of a long text only its start is escaped and
+    redacted: a 20 MB value costs what its first `limit + REACH` characters do."""
+    if len(text) <= limit + REACH:
+        return bounded(one_line(text), limit)
+    return f"{redact(one_line(text[: limit + REACH]))[:limit]}… (+{len(text) - limit:,} characters)"
+
+
+def printed_lines(text: str, limit: int = LINE_LIMIT) -> list[str]:
+    """`text` as the lines the harness prints: redacted (neighbouring lines together, so a key
+    spread over lines is found), control characters escaped, each at most `limit` long and
+    saying how many more characters it had."""
+    lines: list[str] = []
+    group: list[str] = []
+    for piece in [*text.split("\n"), None]:
+        if piece is not None and len(piece) <= limit:
+            group.append(piece)
+            continue
+        if group:
+            shown = redact("\n".join(group)).split("\n")
+            lines += [_bound(one_line(piece), limit) for piece in shown]
+            group = []
+        if piece is not None:
+            lines.append(line(piece, limit))
+    return lines
+
+
+def _bound(text: str, limit: int) -> str:
+    """`text` (printable already) cut to `limit`, saying how many more characters it had."""
+    return text if len(text) <= limit else f"{text[:limit]}… (+{len(text) - limit:,} characters)"
 
 
 def excerpt(seen: Window) -> str:
@@ -312,7 +343,10 @@ def on_github_actions() -> bool:
 
 
 def _data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    """A workflow command's data: `%`, CR and LF encoded as GitHub documents, every other
+    control character escaped (an ESC in an annotation would colour the log)."""
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return one_line(text)
 
 
 def _property(text: str) -> str:
@@ -331,14 +365,14 @@ def annotation(
     redacted, message and properties escaped."""
     properties = []
     if file is not None:
-        properties.append(f"file={_property(redact(file))}")
+        properties.append(f"file={_property(bounded(file, LINE_LIMIT))}")
     if line is not None:
         properties.append(f"line={line}")
     if title is not None:
-        properties.append(f"title={_property(redact(title))}")
+        properties.append(f"title={_property(bounded(title, LINE_LIMIT))}")
     command = level if level in ("error", "warning", "notice") else "error"
     head = f"::{command} " + ",".join(properties) if properties else f"::{command}"
-    return f"{head}::{_data(redact(message))}"
+    return f"{head}::{_data(bounded(message, ANNOTATION_LIMIT))}"
 
 
 def reads_as_command(text: str) -> bool:
@@ -359,8 +393,9 @@ def actions_safe(text: str, *, github: bool | None = None) -> str:
 
 
 def shown(message: str) -> str:
-    """A message as a test failure or the CLI prints it: redacted, and safe on GitHub Actions."""
-    return actions_safe(redact(message))
+    """A message as a test failure or the CLI prints it: its lines redacted, escaped and bounded
+    (`printed_lines`), and safe on GitHub Actions."""
+    return actions_safe("\n".join(printed_lines(message)))
 
 
 def bounded_summary(markdown: str, room: int = STEP_SUMMARY_LIMIT) -> str:
