@@ -8,14 +8,14 @@ module turns them into text that is safe to print:
   by `[redacted]`; a project's allowed fake keys stay. `extend(...)` adds the project's words
   (a capture session does, as it is made and as each request and answer passes: the same words
   its recordings are scanned for), `learn(...)` the secret headers and URLs of an input file
-  (the CLI's); `generation()` says when they changed, so a cached printed
-  form is made again; `exported()`/`imported()` carry them from a pytest-xdist worker to the
-  controller, which prints the summary.
+  (the CLI's); `generation()` says when they changed, so a cached printed form is made again;
+  `exported()`/`imported()` carry them from a pytest-xdist worker to the controller.
 - `clip`, `bounded`, `excerpt`, `around`: cuts of content, each redacting first (a cut key may
   no longer look like one).
-- `line(text)`: one printable line (control characters escaped, redacted, bounded).
-- `shown(message)`: a message as a test failure or the CLI prints it: redacted, and safe on
-  GitHub Actions.
+- `line(text)`: one printable line (control characters escaped, redacted, bounded);
+  `printed_lines(text)` each line of a text so (issue 32: a 20 MB value, an ESC, a CR).
+- `shown(message)`: a message as a test failure or the CLI prints it: `printed_lines`, and safe
+  on GitHub Actions. Markdown and JSON of input values: `harness._shared._formats`.
 - GitHub Actions: `annotation` (escaped as GitHub documents), `actions_safe` (text that holds a
   line reading as a workflow command goes between `::stop-commands::` markers), and the step
   summary (`write_step_summary`, cut to GitHub's 1 MiB with a line saying what was cut).
@@ -209,10 +209,12 @@ def line(text: str, limit: int = LINE_LIMIT) -> str:
     return f"{redact(one_line(text[: limit + REACH]))[:limit]}… (+{len(text) - limit:,} characters)"
 
 
-def printed_lines(text: str, limit: int = LINE_LIMIT) -> list[str]:
+def printed_lines(text: str, limit: int | None = LINE_LIMIT) -> list[str]:
     """`text` as the lines the harness prints: redacted (neighbouring lines together, so a key
     spread over lines is found), control characters escaped, each at most `limit` long and
-    saying how many more characters it had."""
+    saying how many more characters it had (None: whole, as `harness show --requests` asks)."""
+    if limit is None:
+        return [one_line(piece) for piece in redact(text).split("\n")]
     lines: list[str] = []
     group: list[str] = []
     for piece in [*text.split("\n"), None]:
@@ -392,10 +394,10 @@ def actions_safe(text: str, *, github: bool | None = None) -> str:
     return f"::stop-commands::{token}\n{text}\n::{token}::"
 
 
-def shown(message: str) -> str:
+def shown(message: str, *, whole: bool = False) -> str:
     """A message as a test failure or the CLI prints it: its lines redacted, escaped and bounded
-    (`printed_lines`), and safe on GitHub Actions."""
-    return actions_safe("\n".join(printed_lines(message)))
+    (`printed_lines`; `whole`: not cut), and safe on GitHub Actions."""
+    return actions_safe("\n".join(printed_lines(message, None if whole else LINE_LIMIT)))
 
 
 def bounded_summary(markdown: str, room: int = STEP_SUMMARY_LIMIT) -> str:

@@ -390,7 +390,7 @@ def cmd_show(args: argparse.Namespace) -> int:
             if wanted or args.requests:
                 out(f"{path}: the requests as they were sent")
                 for line in whole_requests(capture, wanted):
-                    out(line)
+                    out(line, whole=True)  # asked for whole: redacted and escaped, not cut
     for fixture in fixtures:
         scenario = fixture.scenario
         out(f"{scenario.name}: {scenario.description}")

@@ -43,8 +43,10 @@ def _json_escape(match: re.Match[str]) -> str:
     return f"\\u{point:04x}"
 
 
-def out(text: str = "") -> None:
-    print(_printable(shown(text), sys.stdout))
+def out(text: str = "", *, whole: bool = False) -> None:
+    """`text` printed: redacted, escaped, each line bounded (`whole`: not cut, for what the
+    user asked to see whole, `harness show --requests`)."""
+    print(_printable(shown(text, whole=whole), sys.stdout))
 
 
 def out_json(value: Any) -> None:

@@ -16,7 +16,6 @@ from typing import Any
 
 from harness._shared import _printer
 from harness._shared._errors import one_line
-from harness._shared._formats import code, text
 from harness.pytest_plugin._state import RunState
 from harness.pytest_plugin._unused import DELETE_FLAG, Verdict
 
@@ -183,6 +182,8 @@ def _unused(verdict: Verdict, done: list[str], asked: bool, write: Callable[...,
 
 
 def _github(settings: RunState) -> None:
+    from harness._shared._formats import code, text  # msgspec: only when there is a summary
+
     for drift in settings.drifts:
         print(
             _printer.annotation(

@@ -288,7 +288,8 @@ def test_the_markdown_report_shows_input_inert(tmp_path: Path, cli: Cli) -> None
 def test_markdown_of_plain_values_reads_as_before(tmp_path: Path, cli: Cli) -> None:
     """The near miss: a plain model and file name are shown as they are, in code spans."""
     md = tmp_path / "r.md"
-    cli("report", str(proxy_log(tmp_path / "log.jsonl", "claude-sonnet-4-5")), "--markdown", str(md))
+    log = proxy_log(tmp_path / "log.jsonl", "claude-sonnet-4-5")
+    cli("report", str(log), "--markdown", str(md))
     assert "| `claude-sonnet-4-5` |" in md.read_text()
 
 
@@ -321,3 +322,16 @@ def test_racy(registration_shuffle, name):
     text = summary.read_text()
     assert "octocat" in text
     assert_inert(text)
+
+
+def test_show_requests_prints_a_long_request_whole_and_escaped(tmp_path: Path, cli: Cli) -> None:
+    """The near miss: `harness show --requests` is asked for whole requests: a 20,000-character
+    line is printed whole (redacted and escaped still), not cut."""
+    from tests.support.bodies import claude, record_cassette
+
+    body = claude(1100)
+    body["system"][0]["text"] = "long rule " * 2000 + "end"
+    cassette = record_cassette(tmp_path / "c.json", body)
+    code, out, _ = cli("show", str(cassette), "--requests")
+    assert code == 0
+    assert "long rule " * 2000 + "end" in out and "characters)" not in out

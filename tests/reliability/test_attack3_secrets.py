@@ -557,3 +557,28 @@ def test_the_scan_of_bytes_finds_what_the_scan_of_their_text_finds() -> None:
             pieces.insert(rng.randint(0, len(pieces)), bytes([rng.getrandbits(8) | 0x80]))
         data = b"".join(pieces)
         assert scan_secrets(data) == findings_in(data.decode("utf-8", "replace")), data
+
+
+def test_many_learnt_values_are_all_redacted_overlaps_too() -> None:
+    """A proxy log of thousands of keys teaches the printer thousands of values, looked for with
+    one search: a value inside, overlapping or extending another is still hidden whole."""
+    from harness._shared._secrets import findings_in
+
+    fillers = [f"opaque-key-{n:08d}-abcdef" for n in range(40)]
+    overlapping = ["alpha-secret-value-01", "secret-value-01-beta-tail", "alpha-secret-value-01-x"]
+    _printer.extend(secrets=[*fillers, *overlapping])
+    text = (
+        "a alpha-secret-value-01-beta-tail b alpha-secret-value-01-x c opaque-key-00000007-abcdef"
+        " d opaque-key-0000000 e"  # the near miss: a value's start alone is no value
+    )
+    shown = _printer.redact(text)
+    for secret in overlapping:
+        assert_hidden(shown, secret)
+    assert "00000007-abcdef" not in shown
+    assert "beta-tail" not in shown and "-x c" not in shown
+    assert "opaque-key-0000000 e" in shown
+    data = text.encode()
+    assert scan_secrets(data, secrets=fillers + overlapping) == findings_in(
+        text, secrets=fillers + overlapping
+    )
+    assert scan_secrets(b"opaque-key-0000000", secrets=fillers) == []
