@@ -45,7 +45,9 @@ __all__ = [
 EXIT_DRIFT = 1
 EXIT_USAGE = 2
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]")
+# C0 and C1 control characters (ESC, CR, BEL, the 8-bit CSI), the line and paragraph
+# separators, and the bidirectional overrides and isolates (text that reads reordered).
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
 class Described(Protocol):
@@ -65,7 +67,8 @@ class Printable(Protocol):
 
 
 def one_line(text: str) -> str:
-    """`text` with control characters escaped (`\\n` stays visible as the two characters)."""
+    """`text` with control characters escaped (`\\n` stays visible as the two characters; an
+    ESC, a CR or a bidirectional override is never emitted raw)."""
     return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
 
 

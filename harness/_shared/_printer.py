@@ -7,14 +7,15 @@ module turns them into text that is safe to print:
   declared secret (`secret_patterns`) and every value the run redacted from a header, replaced
   by `[redacted]`; a project's allowed fake keys stay. `extend(...)` adds the project's words
   (a capture session does, as it is made and as each request and answer passes: the same words
-  its recordings are scanned for); `generation()` says when they changed, so a cached printed
-  form is made again; `exported()`/`imported()` carry them from a pytest-xdist worker to the
-  controller, which prints the summary.
+  its recordings are scanned for), `learn(...)` the secret headers and URLs of an input file
+  (the CLI's); `generation()` says when they changed, so a cached printed form is made again;
+  `exported()`/`imported()` carry them from a pytest-xdist worker to the controller.
 - `clip`, `bounded`, `excerpt`, `around`: cuts of content, each redacting first (a cut key may
   no longer look like one).
-- `line(text)`: one printable line (control characters escaped, redacted, bounded).
-- `shown(message)`: a message as a test failure or the CLI prints it: redacted, and safe on
-  GitHub Actions.
+- `line(text)`: one printable line (control characters escaped, redacted, bounded);
+  `printed_lines(text)` each line of a text so (issue 32: a 20 MB value, an ESC, a CR).
+- `shown(message)`: a message as a test failure or the CLI prints it: `printed_lines`, and safe
+  on GitHub Actions. Markdown and JSON of input values: `harness._shared._formats`.
 - GitHub Actions: `annotation` (escaped as GitHub documents), `actions_safe` (text that holds a
   line reading as a workflow command goes between `::stop-commands::` markers), and the step
   summary (`write_step_summary`, cut to GitHub's 1 MiB with a line saying what was cut).
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
     from harness._shared._views import Window
 
 __all__ = [
+    "ANNOTATION_LIMIT",
     "LINE_LIMIT",
     "MARKER",
     "NAME_LIMIT",
@@ -51,8 +53,10 @@ __all__ = [
     "extend",
     "generation",
     "imported",
+    "learn",
     "line",
     "on_github_actions",
+    "printed_lines",
     "reads_as_command",
     "redact",
     "reset",
@@ -63,6 +67,7 @@ __all__ = [
 MARKER: Final = "<<HERE>>"  # where the difference starts, inside an excerpt
 NAME_LIMIT: Final = 120  # characters of a tool name, key or label a report shows
 LINE_LIMIT: Final = 2000  # characters of one printed line
+ANNOTATION_LIMIT: Final = 16 * 1024  # characters of an annotation's message (many lines)
 REACH: Final = 16 * 1024  # how far around a cut a secret that crosses it is looked for
 _CONTEXT_BEFORE: Final = 20
 _CONTEXT_SIZE: Final = 80
@@ -94,12 +99,29 @@ def extend(
     with _lock:
         known = set(_words.patterns)
         added = tuple(p for p in patterns if p not in known)
-        values = tuple(v for v in dict.fromkeys(secrets) if v and v not in _words.secrets)
+        learnt = set(_words.secrets)
+        values = tuple(v for v in dict.fromkeys(secrets) if v and v not in learnt)
         kept = frozenset(allow) - _words.allow
         if not (added or values or kept):
             return
         _words = _Words(_words.patterns + added, _words.allow | kept, _words.secrets + values)
         _generation += 1
+
+
+def learn(headers: Iterable[tuple[str, str]] = (), urls: Iterable[str | None] = ()) -> None:
+    """Redact, in everything printed from now on, what an input file's requests hide: the
+    values of their secret headers (a proxy log's `x-api-key`, a cookie's values; named as a
+    capture session's `Redaction` names them) and their URLs' passwords and secret query
+    values. The CLI learns each file it reads (issue 32: a proxy log's `x-api-key`, echoed in
+    a body, was printed by `harness report`, `diff` and `lint`)."""
+    from harness._shared._secrets import Redaction
+
+    rules = Redaction()
+    values = rules.secret_values(list(headers))
+    for url in urls:
+        values += rules.url_values(url) if url else []
+    if values:
+        extend(secrets=values)
 
 
 def exported() -> dict[str, Any]:
@@ -179,19 +201,49 @@ def bounded(text: str, limit: int = NAME_LIMIT) -> str:
 
 
 def line(text: str, limit: int = LINE_LIMIT) -> str:
-    """One printable line: redacted, control characters escaped, at most `limit` long."""
-    return bounded(one_line(text), limit)
+    """One printable line: redacted, control characters escaped, at most `limit` long (and
+    saying how many more characters there were). Of a long text only its start is escaped and
+    redacted: a 20 MB value costs what its first `limit + REACH` characters do."""
+    if len(text) <= limit + REACH:
+        return bounded(one_line(text), limit)
+    return f"{redact(one_line(text[: limit + REACH]))[:limit]}… (+{len(text) - limit:,} characters)"
+
+
+def printed_lines(text: str, limit: int | None = LINE_LIMIT) -> list[str]:
+    """`text` as the lines the harness prints: redacted (neighbouring lines together, so a key
+    spread over lines is found), control characters escaped, each at most `limit` long and
+    saying how many more characters it had (None: whole, as `harness show --requests` asks)."""
+    if limit is None:
+        return [one_line(piece) for piece in redact(text).split("\n")]
+    lines: list[str] = []
+    group: list[str] = []
+    for piece in [*text.split("\n"), None]:
+        if piece is not None and len(piece) <= limit:
+            group.append(piece)
+            continue
+        if group:
+            shown = redact("\n".join(group)).split("\n")
+            lines += [_bound(one_line(piece), limit) for piece in shown]
+            group = []
+        if piece is not None:
+            lines.append(line(piece, limit))
+    return lines
+
+
+def _bound(text: str, limit: int) -> str:
+    """`text` (printable already) cut to `limit`, saying how many more characters it had."""
+    return text if len(text) <= limit else f"{text[:limit]}… (+{len(text) - limit:,} characters)"
 
 
 def excerpt(seen: Window) -> str:
     """About 80 bytes around the mark, with MARKER where the difference starts; a secret near
     it is shown as `[redacted]` (the text around the mark is redacted before it is cut)."""
-    from harness._shared._secret_shapes import find_secrets
+    from harness._shared._secret_views import find_all
 
     data, mark = seen.data, seen.mark
     words = _words
     text = data.decode("utf-8", "replace")
-    if find_secrets(text, _patterns(), allow=words.allow, secrets=words.secrets):
+    if find_all(text, _patterns(), allow=words.allow, secrets=words.secrets):
         return _redacted_excerpt(seen)
     while 0 < mark < len(data) and _continuation(data[mark]):
         mark -= 1  # the marker goes before the character the differing byte belongs to
@@ -229,16 +281,17 @@ def _redacted_excerpt(seen: Window) -> str:
 def _redact_marking(text: str, at: int) -> tuple[str, int]:
     """`text` with its secrets replaced by REDACTED, and where position `at` went (a secret
     holding `at` is replaced whole, and `at` moves to its start)."""
-    from harness._shared._secret_shapes import find_secrets
+    from harness._shared._secret_views import find_all
     from harness._shared._secrets import REDACTED
 
     words = _words
     pieces: list[str] = []
     position = 0
     moved = at
-    for hit in find_secrets(text, _patterns(), allow=words.allow, secrets=words.secrets):
+    for hit in find_all(text, _patterns(), allow=words.allow, secrets=words.secrets):
         start, end = hit.cut
-        if start < position or end <= start:
+        start = max(start, position)  # a hit overlapping one replaced already: its rest
+        if end <= start:
             continue
         pieces += [text[position:start], REDACTED]
         if start < at < end:
@@ -292,7 +345,10 @@ def on_github_actions() -> bool:
 
 
 def _data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    """A workflow command's data: `%`, CR and LF encoded as GitHub documents, every other
+    control character escaped (an ESC in an annotation would colour the log)."""
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return one_line(text)
 
 
 def _property(text: str) -> str:
@@ -311,14 +367,14 @@ def annotation(
     redacted, message and properties escaped."""
     properties = []
     if file is not None:
-        properties.append(f"file={_property(redact(file))}")
+        properties.append(f"file={_property(bounded(file, LINE_LIMIT))}")
     if line is not None:
         properties.append(f"line={line}")
     if title is not None:
-        properties.append(f"title={_property(redact(title))}")
+        properties.append(f"title={_property(bounded(title, LINE_LIMIT))}")
     command = level if level in ("error", "warning", "notice") else "error"
     head = f"::{command} " + ",".join(properties) if properties else f"::{command}"
-    return f"{head}::{_data(redact(message))}"
+    return f"{head}::{_data(bounded(message, ANNOTATION_LIMIT))}"
 
 
 def reads_as_command(text: str) -> bool:
@@ -338,9 +394,10 @@ def actions_safe(text: str, *, github: bool | None = None) -> str:
     return f"::stop-commands::{token}\n{text}\n::{token}::"
 
 
-def shown(message: str) -> str:
-    """A message as a test failure or the CLI prints it: redacted, and safe on GitHub Actions."""
-    return actions_safe(redact(message))
+def shown(message: str, *, whole: bool = False) -> str:
+    """A message as a test failure or the CLI prints it: its lines redacted, escaped and bounded
+    (`printed_lines`; `whole`: not cut), and safe on GitHub Actions."""
+    return actions_safe("\n".join(printed_lines(message, None if whole else LINE_LIMIT)))
 
 
 def bounded_summary(markdown: str, room: int = STEP_SUMMARY_LIMIT) -> str:

@@ -26,6 +26,7 @@ branch at each position (50 s over a 10 MB log, 2 s for an alternation of the ne
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 import string
 from collections.abc import Sequence
@@ -82,19 +83,37 @@ _CREDENTIAL_NAMES = (
     r"|auth[_-]?token|refresh[_-]?token|password|passwd|account[_-]?key"
 )
 
+# A key shape matches wherever the key starts and whatever follows it (issue 32: a leading `\b`
+# let `_ghp_..._`, `bash_AKIA...`, `xsk-proj-...` and `1AIza...` through). Two guards keep that
+# from false alarms, each where a glued match is likely to be no key:
+# - a prefix that ends English words (`sk-` in task-, disk-, ask-; `sk_test_` in task_test_; `key-`
+#   in monkey-) is a key after a letter or digit only when its body looks like one: a run of 20
+#   or more letters and digits that holds a digit (`task-runner-abcdefghijklmnopqrstuv` is left
+#   alone; `task-` and a 32-digit hex id is taken for a glued key: the trade-off, decision 0031);
+# - `AIza` and 35 letters and digits occur in base64 (a picture's bytes) about once per 50 MB:
+#   it is no key when the 64 characters before it are base64 too.
+_KEYLIKE = r"(?=[A-Za-z0-9]{20})(?=[A-Za-z]*[0-9])"  # here starts such a run (letters, digits)
+_KEYLIKE_AHEAD = rf"(?=[A-Za-z0-9_\-]*?(?<![A-Za-z0-9]){_KEYLIKE})"  # one starts ahead of here
+
+
 SECRET_PATTERNS: Final = (
     _key("an Anthropic API key (sk-ant-...)", r"sk-ant-[A-Za-z0-9_\-]{16,}", "sk-ant-"),
-    _key("a secret key (sk-...)", r"\bsk-[A-Za-z0-9_\-]{16,}", "sk-"),
+    _key(
+        "a secret key (sk-...)",
+        rf"sk-(?:(?:proj|svcacct|admin)-|(?<![A-Za-z0-9]sk-)|{_KEYLIKE_AHEAD})"
+        r"[A-Za-z0-9_\-]{16,}",
+        "sk-",
+    ),
     _key(
         "a bearer token (Bearer ...)",
-        r"\b[Bb]earer[ \t]{1,8}[A-Za-z0-9\-._~+/]{19,}=*",
+        r"[Bb]earer[ \t]{1,8}[A-Za-z0-9\-._~+/]{19,}=*",
         "Bearer",
         "bearer",
     ),
-    _key("an AWS access key id (AKIA...)", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b", "AKIA", "ASIA"),
+    _key("an AWS access key id (AKIA...)", r"(?:AKIA|ASIA)[0-9A-Z]{16}", "AKIA", "ASIA"),
     _key(
         "a GitHub token (ghp_...)",
-        r"\bgh[pousr]_[A-Za-z0-9]{30,}|\bgithub_pat_[A-Za-z0-9_]{22,}",
+        r"gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,}",
         "ghp_",
         "gho_",
         "ghu_",
@@ -102,9 +121,13 @@ SECRET_PATTERNS: Final = (
         "ghr_",
         "github_pat_",
     ),
-    _key("a Google API key (AIza...)", r"\bAIza[0-9A-Za-z_\-]{35}", "AIza"),
-    _key("a Google OAuth token (ya29....)", r"\bya29\.[A-Za-z0-9_\-]{30,}", "ya29."),
-    _key("a Slack token (xox...)", r"\bxox[abprs]-[A-Za-z0-9\-]{14,}", "xox"),
+    _key(
+        "a Google API key (AIza...)",
+        r"AIza(?<![A-Za-z0-9+/]{68})[0-9A-Za-z_\-]{35}",
+        "AIza",
+    ),
+    _key("a Google OAuth token (ya29....)", r"ya29\.[A-Za-z0-9_\-]{30,}", "ya29."),
+    _key("a Slack token (xox...)", r"xox[abprs]-[A-Za-z0-9\-]{14,}", "xox"),
     _key(
         "a Slack webhook URL",
         r"hooks\.slack\.com/services/T[A-Z0-9]+/B[A-Z0-9]+/[A-Za-z0-9]{20,}",
@@ -123,40 +146,45 @@ SECRET_PATTERNS: Final = (
     ),
     _key(
         "a JSON web token",
-        r"\beyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}",
+        r"eyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}",
         "eyJ",
     ),
-    _key("a Groq API key (gsk_...)", r"\bgsk_[A-Za-z0-9]{20,}", "gsk_"),
-    _key("an xAI API key (xai-...)", r"\bxai-[A-Za-z0-9]{20,}", "xai-"),
-    _key("a Hugging Face token (hf_...)", r"\bhf_[A-Za-z0-9]{30,}", "hf_"),
+    _key("a Groq API key (gsk_...)", r"gsk_[A-Za-z0-9]{20,}", "gsk_"),
+    _key("an xAI API key (xai-...)", r"xai-[A-Za-z0-9]{20,}", "xai-"),
+    _key("a Hugging Face token (hf_...)", r"hf_[A-Za-z0-9]{30,}", "hf_"),
     _key(
         "a Stripe secret key (sk_live_...)",
-        r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}",
+        rf"(?<![A-Za-z0-9])[rs]k_(?:live|test)_[A-Za-z0-9]{{16,}}"
+        rf"|[rs]k_(?:live|test)_{_KEYLIKE}[A-Za-z0-9]{{16,}}",
         "k_live_",
         "k_test_",
     ),
-    _key("a Perplexity API key (pplx-...)", r"\bpplx-[A-Za-z0-9]{32,}", "pplx-"),
-    _key("a Replicate API token (r8_...)", r"\br8_[A-Za-z0-9]{30,}", "r8_"),
-    _key("a Fireworks API key (fw_...)", r"\bfw_[A-Za-z0-9]{20,}", "fw_"),
-    _key("a GitLab token (glpat-...)", r"\bglpat-[A-Za-z0-9_\-]{20,}", "glpat-"),
-    _key("an npm token (npm_...)", r"\bnpm_[A-Za-z0-9]{36}", "npm_"),
-    _key("a PyPI token (pypi-...)", r"\bpypi-AgE[A-Za-z0-9_\-]{50,}", "pypi-AgE"),
-    _key("a DigitalOcean token (dop_v1_...)", r"\bdo[opr]_v1_[a-f0-9]{64}", "_v1_"),
-    _key("a Databricks token (dapi...)", r"\bdapi[a-f0-9]{32}", "dapi"),
-    _key("a SendGrid API key (SG....)", r"\bSG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}", "SG."),
-    _key("a Shopify token (shpat_...)", r"\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}", "shp"),
-    _key("a Twilio API key (SK...)", r"\bSK[0-9a-f]{32}\b", "SK"),
-    _key("a Mailgun API key (key-...)", r"\bkey-[0-9a-zA-Z]{32}\b", "key-"),
-    _key("a Linear API key (lin_api_...)", r"\blin_api_[A-Za-z0-9]{32,}", "lin_api_"),
+    _key("a Perplexity API key (pplx-...)", r"pplx-[A-Za-z0-9]{32,}", "pplx-"),
+    _key("a Replicate API token (r8_...)", r"r8_[A-Za-z0-9]{30,}", "r8_"),
+    _key("a Fireworks API key (fw_...)", r"fw_[A-Za-z0-9]{20,}", "fw_"),
+    _key("a GitLab token (glpat-...)", r"glpat-[A-Za-z0-9_\-]{20,}", "glpat-"),
+    _key("an npm token (npm_...)", r"npm_[A-Za-z0-9]{36}", "npm_"),
+    _key("a PyPI token (pypi-...)", r"pypi-AgE[A-Za-z0-9_\-]{50,}", "pypi-AgE"),
+    _key("a DigitalOcean token (dop_v1_...)", r"do[opr]_v1_[a-f0-9]{64}", "_v1_"),
+    _key("a Databricks token (dapi...)", r"dapi[a-f0-9]{32}", "dapi"),
+    _key("a SendGrid API key (SG....)", r"SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}", "SG."),
+    _key("a Shopify token (shpat_...)", r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}", "shp"),
+    _key("a Twilio API key (SK...)", r"SK[0-9a-f]{32}", "SK"),
+    _key(
+        "a Mailgun API key (key-...)",
+        rf"key-(?:(?<![A-Za-z0-9]key-)|{_KEYLIKE})[0-9a-zA-Z]{{32}}",
+        "key-",
+    ),
+    _key("a Linear API key (lin_api_...)", r"lin_api_[A-Za-z0-9]{32,}", "lin_api_"),
     _key(
         "a Notion token (ntn_...)",
-        r"\b(?:ntn_[A-Za-z0-9]{40,}|secret_[A-Za-z0-9]{43})",
+        r"ntn_[A-Za-z0-9]{40,}|secret_[A-Za-z0-9]{43}",
         "ntn_",
         "secret_",
     ),
-    _key("a Postman API key (PMAK-...)", r"\bPMAK-[a-f0-9]{24}-[a-f0-9]{34}", "PMAK-"),
-    _key("an Atlassian API token (ATATT...)", r"\bATATT[A-Za-z0-9_\-=]{40,}", "ATATT"),
-    _key("a Telegram bot token", r"\b\d{8,10}:AA[A-Za-z0-9_\-]{33}\b", ":AA"),
+    _key("a Postman API key (PMAK-...)", r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}", "PMAK-"),
+    _key("an Atlassian API token (ATATT...)", r"ATATT[A-Za-z0-9_\-=]{40,}", "ATATT"),
+    _key("a Telegram bot token", r"\d{8,10}:AA[A-Za-z0-9_\-]{33}", ":AA"),
     SecretPattern(
         "a long credential after a key-like name (api_key, secret, token, password)",
         re.compile(
@@ -226,15 +254,59 @@ def find_secrets(
                     continue
                 cut = match.span("value") if "value" in pattern.regex.groupindex else match.span()
                 hits.append(Hit(match.start(), match.end(), pattern.kind, cut))
+    finder = _finder(tuple(secrets), allow) if len(secrets) > _FEW else None
+    if finder is not None:  # many known values (a proxy log's): one search, overlaps too
+        value = finder.search(text)
+        while value is not None:
+            hits.append(Hit(value.start(), value.end(), _VALUE_KIND, value.span()))
+            value = finder.search(text, value.start() + 1)
+        return sorted(hits)
     for secret in secrets:
         if secret in allow or not secret:
             continue
         at = text.find(secret)
         while at >= 0:
             end = at + len(secret)
-            hits.append(Hit(at, end, "the value of a redacted header", (at, end)))
+            hits.append(Hit(at, end, _VALUE_KIND, (at, end)))
             at = text.find(secret, end)
     return sorted(hits)
+
+
+_VALUE_KIND: Final = "the value of a redacted header"
+_FEW: Final = 16  # known values looked for one by one; more are one regex (`_finder`)
+
+
+@functools.lru_cache(maxsize=8)
+def _finder(secrets: tuple[str, ...], allow: frozenset[str]) -> re.Pattern[str] | None:
+    """One regex for many known values, a trie preferring the longest (a CLI that read a proxy
+    log of 3,000 keys searched each printed line 3,000 times); None if it cannot be built."""
+    words = sorted({secret for secret in secrets if secret and secret not in allow})
+    try:
+        return re.compile(_longest_first(words)) if words else None
+    except (re.error, RecursionError, OverflowError):
+        return None
+
+
+@functools.lru_cache(maxsize=8)
+def _in_bytes(finder: re.Pattern[str]) -> re.Pattern[bytes]:
+    return re.compile(finder.pattern.encode("utf-8", "surrogatepass"))
+
+
+def _longest_first(words: list[str]) -> str:
+    """An alternation of sorted, distinct `words` as a trie whose branches try a longer word
+    before a shorter one it starts with (a shared prefix is written once)."""
+    first, last = words[0], words[-1]  # sorted: their common start is everyone's
+    size = next((i for i, (a, b) in enumerate(zip(first, last, strict=False)) if a != b), None)
+    prefix = first[: min(len(first), len(last)) if size is None else size]
+    rest = [word[len(prefix) :] for word in words]
+    branches = [
+        _longest_first(list(group))
+        for _, group in itertools.groupby((word for word in rest if word), key=lambda w: w[0])
+    ]
+    if "" in rest:
+        branches.append("")  # the shorter word, tried last
+    inner = branches[0] if len(branches) == 1 else f"(?:{'|'.join(branches)})"
+    return re.escape(prefix) + inner
 
 
 def may_hold_secrets(
@@ -257,9 +329,14 @@ def may_hold_secrets(
                 return True
         elif any(needle.encode() in data for needle in pattern.needles):
             return True
-    for secret in secrets:
-        if secret and secret.encode("utf-8", "surrogatepass") in data:
+    finder = _finder(tuple(secrets), frozenset()) if len(secrets) > _FEW else None
+    if finder is not None:
+        if _in_bytes(finder).search(data) is not None:
             return True
+    else:
+        for secret in secrets:
+            if secret and secret.encode("utf-8", "surrogatepass") in data:
+                return True
     if not windowed:
         return False
     gate = _gate(windowed)

@@ -2,10 +2,11 @@
 
 Header and query values named in the deny-list (or whose names hold "auth", "key", "secret",
 "token", "password", "cookie", "signature" or "credential") become `[redacted]`, and so does the
-password of a URL. Then every byte to be written is scanned for key-shaped strings
-(`harness._shared._secret_shapes`: sk-..., Bearer ..., AKIA..., ghp_..., gsk_..., JWTs, private
-keys and
-thirty more shapes, in one pass) and for the values that were redacted; any hit raises
+password of a URL (or its user part, when that is a token). Then every byte to be written is
+scanned for key-shaped strings (`harness._shared._secret_shapes`: sk-..., Bearer ..., AKIA...,
+ghp_..., gsk_..., JWTs, private keys and thirty more shapes, in one pass), for the same shapes
+percent-encoded or base64-encoded and for a URL's password (`harness._shared._secret_views`),
+and for the values that were redacted (a cookie's values one by one); any hit raises
 `SecretLeak` and nothing is written. A finding says what kind of secret and where, never the
 secret itself. What is printed (reports, summaries, annotations, error messages) goes through
 `redact_text`, which replaces every key-shaped string by `[redacted]`.
@@ -21,12 +22,8 @@ from typing import Final
 from urllib.parse import urlsplit
 
 from harness._shared._errors import SecretLeak
-from harness._shared._secret_shapes import (
-    SECRET_PATTERNS,
-    SecretPattern,
-    find_secrets,
-    may_hold_secrets,
-)
+from harness._shared._secret_shapes import SECRET_PATTERNS, SecretPattern
+from harness._shared._secret_views import find_all, may_hold_any, token_user
 
 REDACTED: Final = "[redacted]"
 
@@ -138,6 +135,24 @@ def credentials(value: str) -> list[str]:
     return found
 
 
+def cookie_values(name: str, value: str) -> list[str]:
+    """The values of a `Cookie` header's pairs, or of the cookie a `Set-Cookie` sets (its
+    attributes, `Path=/` or `Expires=...`, are no secret); [] for another header."""
+    lower = name.lower()
+    if "cookie" not in lower:
+        return []
+    pairs = value.split(";")
+    if lower.startswith("set-cookie"):
+        pairs = pairs[:1]
+    found = []
+    for pair in pairs:
+        _, sep, item = pair.partition("=")
+        item = item.strip().strip('"')
+        if sep and item:
+            found.append(item)
+    return found
+
+
 def _header_is_secret(name: str, deny: frozenset[str]) -> bool:
     lower = name.lower()
     if lower in deny:
@@ -169,12 +184,15 @@ class Redaction:
         )
 
     def url(self, url: str) -> str:
-        """`url` with the values of secret query parameters, and its password, redacted."""
+        """`url` with the values of secret query parameters, and its password, redacted; a
+        user part alone that is a token (`https://<token>@host`) too."""
         parts = urlsplit(url)
+        userinfo, at, host = parts.netloc.rpartition("@")
         if parts.password:
             user = parts.username or ""
-            host = parts.netloc.rpartition("@")[2]
             parts = parts._replace(netloc=f"{user}:{REDACTED}@{host}")
+        elif at and token_user(userinfo):
+            parts = parts._replace(netloc=f"{REDACTED}@{host}")
         if not parts.query:
             return parts.geturl()
         params = []
@@ -192,12 +210,27 @@ class Redaction:
     def secret_values(self, pairs: Sequence[tuple[str, str]]) -> list[str]:
         """The values of redacted headers, to look for elsewhere: the credential whatever its
         scheme (`Bearer`, `Token`, `Key`, `Basic`...: what follows the scheme word), and for
-        `Basic` also the decoded `user:password` and the password."""
+        `Basic` also the decoded `user:password` and the password; a cookie's values one by
+        one (`Cookie: sid=...; csrf=...`, and the cookie a `Set-Cookie` sets: issue 32, the
+        scan looked for `sid=<value>`, not the value)."""
         values = []
         for name, value in pairs:
             if _header_is_secret(name, self.headers) and value != REDACTED:
-                values += [v for v in credentials(value) if len(v) >= MIN_SECRET_VALUE]
-        return values
+                found = [*credentials(value), *cookie_values(name, value)]
+                values += [v for v in found if len(v) >= MIN_SECRET_VALUE]
+        return list(dict.fromkeys(values))
+
+    def url_values(self, url: str) -> list[str]:
+        """What `url` (redacted) hides, to look for elsewhere: its password and the values of
+        its secret query parameters, as given and percent-decoded."""
+        parts = urlsplit(url)
+        userinfo = parts.netloc.rpartition("@")[0]
+        values = [parts.password or "", userinfo if token_user(userinfo) else ""]
+        for item in parts.query.split("&"):
+            name, sep, value = item.partition("=")
+            if sep and self.query_is_secret(name):
+                values += [value, _unquote_name(value)]
+        return [v for v in dict.fromkeys(values) if len(v) >= MIN_SECRET_VALUE and v != REDACTED]
 
     def scan(self, data: bytes, secrets: Sequence[str] = ()) -> list[SecretFinding]:
         return scan_secrets(data, self.patterns, allow=self.allow, secrets=secrets)
@@ -212,7 +245,7 @@ def scan_secrets(
     where: str = "",
 ) -> list[SecretFinding]:
     """Key-shaped strings in `data`, and exact occurrences of `secrets`, by line and column."""
-    if not may_hold_secrets(data, patterns, secrets):
+    if not may_hold_any(data, patterns, secrets):
         return []  # clean bytes, the usual case: never decoded
     text = data.decode("utf-8", "replace")
     raw = data if len(data) == len(text) else None  # ASCII: the bytes index like the text
@@ -230,7 +263,7 @@ def findings_in(
 ) -> list[SecretFinding]:
     """`scan_secrets` for a text already decoded."""
     findings = []
-    for hit in find_secrets(text, patterns, allow=allow, secrets=secrets, ascii_bytes=raw):
+    for hit in find_all(text, patterns, allow=allow, secrets=secrets, ascii_bytes=raw):
         line = text.count("\n", 0, hit.start) + 1
         column = hit.start - (text.rfind("\n", 0, hit.start) + 1) + 1
         findings.append(SecretFinding(hit.kind, line, column, where))
@@ -251,7 +284,7 @@ def redact_text(
     """
     if not text:
         return text
-    hits = find_secrets(text, patterns, allow=allow, secrets=secrets)
+    hits = find_all(text, patterns, allow=allow, secrets=secrets)
     if not hits:
         return text
     pieces = []

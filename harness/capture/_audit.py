@@ -244,7 +244,9 @@ def _unredacted(capture: CaptureFile, rules: Redaction) -> list[str]:
                 if shown == REDACTED and value != REDACTED:
                     problems.append(f"{where}: {side} header {name!r} is not redacted")
         if rules.url(request.url) != request.url:
-            problems.append(f"{where}: a secret query parameter in the URL is not redacted")
+            problems.append(
+                f"{where}: the URL's password, token or a secret query parameter is not redacted"
+            )
     return problems
 
 

@@ -19,6 +19,7 @@ from harness._shared._errors import (
     SecretLeak,
 )
 from harness._shared._files import write_atomic, write_files
+from harness._shared._formats import code, text
 from harness._shared._paths import FIXTURES, pins_root, project_fixtures, refuse_linked_folder
 from harness._shared._printer import annotation, write_step_summary
 from harness._shared._secrets import Redaction
@@ -34,7 +35,7 @@ from harness.capture._prefix import PrefixChain
 from harness.capture._writing import encode_cassette
 from harness.cli._diff import diff_files
 from harness.cli._lint import caches, check_findings, project_policy, rules_markdown
-from harness.cli._output import out, print_command
+from harness.cli._output import out, out_json, print_command
 from harness.cost._read import agreement_by_provider
 from harness.rules._engine import Finding as RuleFinding
 from harness.rules._inputs import cassette_sessions
@@ -91,10 +92,10 @@ def _check_all(fixtures: list[Fixture], shuffles: int, seed: int) -> list[Scenar
 def _print_findings(name: str, findings: list[Finding], *, fmt: str) -> None:
     for finding in findings:
         if fmt == "markdown" and finding.report is not None:
-            out(f"### {name}: {finding.message}\n")
+            out(f"### {code(name)}: {text(finding.message)}\n")
             out(finding.report.to_markdown())
         elif fmt == "json" and finding.report is not None:
-            out(finding.report.to_json().decode())
+            out_json(finding.report.printed())
         else:
             out(f"{name}: {finding.to_text()}")
 
@@ -189,7 +190,7 @@ def _print_agreement(agreements: dict[str, tuple[float, int]], *, fmt: str) -> N
         return
     if fmt == "json":
         value = {name: {"agreement": a, "requests": n} for name, (a, n) in agreements.items()}
-        out(msgspec.json.encode({"agreement": value}).decode())
+        out_json({"agreement": value})
         return
     parts = [f"{name} {a * 100:.0f}% ({n} request(s))" for name, (a, n) in agreements.items()]
     out(f"\nagreement with the providers' recorded cache reads: {', '.join(parts)}")
@@ -200,7 +201,7 @@ def _print_rules(found: list[RuleFinding], *, fmt: str) -> None:
         return
     if fmt == "json":
         for finding in found:
-            out(msgspec.json.encode({"finding": finding}).decode())
+            out_json({"finding": finding})
     elif fmt == "markdown":
         for line in rules_markdown(found):
             out(line)
@@ -230,15 +231,15 @@ def _print_audits(audits: list[CassetteAudit], *, fmt: str) -> None:
     for audit in audits:
         for problem in audit.problems:
             if fmt == "json":
-                out(msgspec.json.encode({"cassette": str(audit.path), "problem": problem}).decode())
+                out_json({"cassette": str(audit.path), "problem": problem})
             else:
                 out(f"{audit.path}: {problem}")
         for item in audit.breaks:
             if fmt == "markdown":
-                out(f"### {audit.path}: {item.to_text().splitlines()[0]}\n")
+                out(f"### {code(str(audit.path), 300)}: {text(item.to_text().splitlines()[0])}\n")
                 out(item.report.to_markdown())
             elif fmt == "json":
-                out(item.report.to_json().decode())
+                out_json(item.report.printed())
             else:
                 out(f"\n{audit.path}: {item.to_text()}")
     if fmt == "text":
@@ -257,19 +258,23 @@ def _github(
     annotations = []
     for check in failed:
         for finding in check.findings:
-            lines += ["", f"### {check.scenario}: {finding.message}"]
+            lines += ["", f"### {code(check.scenario)}: {text(finding.message)}"]
             if finding.report is not None:
                 lines.append(finding.report.to_markdown())
             annotations.append(annotation(finding.message, file=str(check.fixture.folder)))
     if audits:
         lines += ["", "| cassette | result |", "|---|---|"]
-        lines += [f"| `{audit.path}` | {audit.status()} |" for audit in audits]
+        lines += [
+            f"| {code(str(audit.path), 300, cell=True)} | {text(audit.status())} |"
+            for audit in audits
+        ]
     for audit in audits:
         for problem in audit.problems:
             annotations.append(annotation(problem, file=str(audit.path), title="cassette"))
         for item in audit.breaks:
             head = item.to_text().splitlines()[0]
-            lines += ["", f"### `{audit.path}`: {head}", item.report.to_markdown()]
+            lines += ["", f"### {code(str(audit.path), 300)}: {text(head)}"]
+            lines.append(item.report.to_markdown())
             annotations.append(annotation(head, file=str(audit.path), title="header drift"))
     lines += rules_markdown(found)
     annotations += [
@@ -364,7 +369,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
     if args.format == "markdown":
         out(report.to_markdown())
     elif args.format == "json":
-        out(report.to_json().decode())
+        out_json(report.printed())
     else:
         out(report.to_text())
     return EXIT_OK if report.identical or report.extends else EXIT_DRIFT
@@ -385,7 +390,7 @@ def cmd_show(args: argparse.Namespace) -> int:
             if wanted or args.requests:
                 out(f"{path}: the requests as they were sent")
                 for line in whole_requests(capture, wanted):
-                    out(line)
+                    out(line, whole=True)  # asked for whole: redacted and escaped, not cut
     for fixture in fixtures:
         scenario = fixture.scenario
         out(f"{scenario.name}: {scenario.description}")

@@ -22,13 +22,11 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-import msgspec
-
 from harness._shared._errors import UsageError
 from harness._shared._paths import project_fixtures
 from harness.cache._replay import Conversation
 from harness.cli._lint import project_policy
-from harness.cli._output import out
+from harness.cli._output import out, out_json
 from harness.cost._cost import cost_of, price_of, prices_used, totals
 from harness.cost._prices import overlay_prices, project_prices
 from harness.cost._read import conversations_of
@@ -84,7 +82,7 @@ def cmd_cost(args: argparse.Namespace) -> int:
         used = [prices_used(conversation) for conversation in found]
     total = totals(costs)
     if args.format == "json":
-        out(msgspec.json.encode({"sessions": costs, "totals": total, "prices": used}).decode())
+        out_json({"sessions": costs, "totals": total, "prices": used})
         return 0
     for conversation, cost, prices in zip(found, costs, used, strict=True):
         out(

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import msgspec
 
+from harness._shared import _printer
 from harness._shared._errors import FixtureError
 from harness._shared._files import decode, read_checked, with_position
 from harness._shared._views import RequestSplit, prompt_size, view_of_header, view_of_request
@@ -54,8 +55,38 @@ def _load_json(path: Path) -> tuple[object, bytes | None, int, bytes]:
     except RecursionError:
         raise FixtureError(path, "nests too deeply to be read") from None
     kind = value.get("kind") if isinstance(value, dict) else None
+    _learn(value)
     digest = hashlib.blake2b(data, digest_size=16).digest()
     return value, data if kind in _HARNESS_KINDS else None, len(data), digest
+
+
+def _learn(value: object) -> None:
+    """Teach the printer what a compared file's request hides: its headers' secret values (a
+    proxy log line's `x-api-key`, echoed in its body) and its URL's, also each exchange's of a
+    cassette (which holds them redacted unless it was edited by hand)."""
+    if not isinstance(value, dict):
+        return
+    requests: list[object] = [value]
+    for exchange in value.get("exchanges") or () if value.get("kind") == "harness/capture" else ():
+        if isinstance(exchange, dict):
+            requests += [exchange.get("request"), exchange.get("response")]
+    headers: list[tuple[str, str]] = []
+    urls: list[str | None] = []
+    for request in requests:
+        if not isinstance(request, dict):
+            continue
+        found = request.get("headers")
+        pairs = (
+            found.items() if isinstance(found, dict) else found if isinstance(found, list) else ()
+        )
+        headers += [
+            (str(pair[0]), str(pair[1]))
+            for pair in pairs
+            if isinstance(pair, list | tuple) and len(pair) == 2
+        ]
+        url = request.get("url")
+        urls.append(url if isinstance(url, str) else None)
+    _printer.learn(headers=headers, urls=urls)
 
 
 def diff_files(a: Path, b: Path) -> DriftReport:

@@ -26,11 +26,12 @@ from pathlib import Path
 import msgspec
 
 from harness._shared._errors import EXIT_DRIFT
+from harness._shared._formats import code, text
 from harness._shared._paths import project_fixtures
 from harness.cache._analysis import analyse
 from harness.capture._cassette import Exchange
 from harness.cli._options import fail_on, rules_file
-from harness.cli._output import out
+from harness.cli._output import out, out_json
 from harness.providers._pack import (
     AnyRow,
     Breakpoints,
@@ -115,18 +116,16 @@ def cmd_lint(args: argparse.Namespace) -> int:
     unjudged = sum(analysis is None for session in sessions for analysis in session.analyses)
     counts = Counter(finding.severity for finding in findings)
     if args.format == "json":
-        out(
-            msgspec.json.encode(
-                {
-                    "findings": findings,
-                    "files": files,
-                    "requests": requests,
-                    "errors": counts["error"],
-                    "warnings": counts["warning"],
-                    "info": counts["info"],
-                    "unjudged": unjudged,
-                }
-            ).decode()
+        out_json(
+            {
+                "findings": findings,
+                "files": files,
+                "requests": requests,
+                "errors": counts["error"],
+                "warnings": counts["warning"],
+                "info": counts["info"],
+                "unjudged": unjudged,
+            }
         )
     else:
         for line in finding_lines(findings):
@@ -169,11 +168,11 @@ def rules_markdown(findings: Sequence[Finding]) -> list[str]:
         return []
     lines = ["", "### Cache rules", "", "| rule | severity | file | request | message |"]
     lines.append("|---|---|---|---|---|")
-    for finding in findings:
-        message = finding.message.replace("|", "\\|")
+    for finding in findings:  # a file name or a message may hold Markdown: shown inert
         lines.append(
-            f"| `{finding.rule}` | {finding.severity} | `{finding.file}` | {finding.request}"
-            f" | {message} |"
+            f"| {code(finding.rule, cell=True)} | {text(finding.severity, 20)}"
+            f" | {code(finding.file, 200, cell=True)} | {finding.request}"
+            f" | {text(finding.message, 400)} |"
         )
     return lines
 
@@ -208,7 +207,7 @@ def cmd_rules(args: argparse.Namespace) -> int:
         if stale is not None:
             return _print_stale(args.format, rules, pack.rows, stale)
         if args.format == "json":
-            out(msgspec.json.encode({"rules": rules, "pack": list(pack.rows)}).decode())
+            out_json({"rules": rules, "pack": list(pack.rows)})
             return 0
         out(f"harness rules: {len(rules)} rules; the pack holds {len(pack.rows)} rows")
         out("")
@@ -238,7 +237,7 @@ def _print_stale(fmt: str, rules: list[dict[str, str]], rows: tuple[AnyRow, ...]
     cutoff = today - datetime.timedelta(days=days)
     if fmt == "json":
         stale = {"days": days, "checked_before": cutoff.isoformat(), "rows": found}
-        out(msgspec.json.encode({"rules": rules, "pack": list(rows), "stale": stale}).decode())
+        out_json({"rules": rules, "pack": list(rows), "stale": stale})
         return 0
     out(
         f"harness rules: {len(found)} of {len(rows)} rows not checked for {days} days"

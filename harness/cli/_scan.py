@@ -14,11 +14,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import msgspec
-
 from harness._shared._errors import UsageError, WriteFailed
+from harness._shared._formats import as_json
 from harness._shared._printer import redact
-from harness.cli._output import out
+from harness.cli._output import out, out_json
 from harness.scan._extras import require_scan
 from harness.scan._keys import seconds
 from harness.scan._readers import readers
@@ -111,14 +110,11 @@ def cmd_scan(args: argparse.Namespace) -> int:
     )
     found = scan(args.paths, settings)
     if args.sarif:
-        _write(
-            Path(args.sarif),
-            msgspec.json.format(msgspec.json.encode(sarif(found)), indent=2).decode(),
-        )
+        _write(Path(args.sarif), as_json(sarif(found), indent=2))  # redacted as it is made
     if args.html:
-        _write(Path(args.html), render_html(found))
+        _write(Path(args.html), redact(render_html(found)))
     if args.format == "json":
-        out(msgspec.json.encode(found).decode())
+        out_json(found)
     elif args.format == "markdown":
         out(markdown(found))
     else:
@@ -129,8 +125,10 @@ def cmd_scan(args: argparse.Namespace) -> int:
 
 
 def _write(path: Path, content: str) -> None:
-    """An output file, redacted as everything printed is (an output, written under CI too)."""
+    """An output file, redacted already as everything printed is (an output, written under CI
+    too): SARIF each string before it is encoded, HTML as a whole (its escapes hold no token
+    character a key shape reads)."""
     try:
-        path.write_text(redact(content), encoding="utf-8")
+        path.write_text(content, encoding="utf-8")
     except OSError as error:
         raise WriteFailed(path, error) from None

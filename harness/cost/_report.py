@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness._shared._printer import line
+from harness._shared._formats import code, text
 from harness.cache._replay import Conversation
 from harness.cost._cost import (
     PricesUsed,
@@ -114,9 +114,9 @@ def markdown(items: Sequence[Item]) -> str:
     for item in items:
         cost = item.cost
         lines.append(
-            f"| `{line(cost.file, 200)}` | {line(cost.model or 'no model', 60)} | {cost.requests}"
-            f" | {money(cost.usd)} | {money(cost.usd_without_cache)} | {percent(cost.hit_rate)}"
-            f" | {percent(cost.agreement)} |"
+            f"| {code(cost.file, 200, cell=True)} | {code(cost.model or 'no model', 60, cell=True)}"
+            f" | {cost.requests} | {money(cost.usd)} | {money(cost.usd_without_cache)}"
+            f" | {percent(cost.hit_rate)} | {percent(cost.agreement)} |"
         )
     total = sum(item.cost.usd or 0.0 for item in items)
     without = sum(item.cost.usd_without_cache or 0.0 for item in items)
@@ -125,20 +125,21 @@ def markdown(items: Sequence[Item]) -> str:
     if checked:
         sources = sorted({origin(i.prices) for i in items if i.cost.usd and i.prices})
         named = f" ({'; '.join(sources)})" if sources else ""
-        lines.append(f"List prices checked {', '.join(checked)}{named}; tokens are estimates.")
+        said = f"List prices checked {', '.join(checked)}{named}"
+        lines.append(f"{text(said, 2000)}; tokens are estimates.")
     for item in items:
         if item.divergence is None and not item.findings:
             continue
-        lines += ["", f"### `{line(item.cost.file, 200)}`", ""]
+        lines += ["", f"### {code(item.cost.file, 200)}", ""]
         if item.divergence is not None:
             lines += [
                 f"First divergence at request {item.divergence_at}:"
-                f" {line(item.divergence.summary, 300)}",
+                f" {text(item.divergence.summary, 300)}",
                 "",
             ]
         for finding in item.findings:
             lines.append(
-                f"- request {finding.request}: **{finding.severity}** `{finding.rule}`:"
-                f" {line(finding.message, 300)}"
+                f"- request {finding.request}: **{text(finding.severity, 20)}**"
+                f" {code(finding.rule)}: {text(finding.message, 300)}"
             )
     return "\n".join(lines) + "\n"

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
-from harness._shared._errors import one_line
-from harness._shared._printer import MARKER, around, bounded, clip, line, redact
+from harness._shared import _formats
+from harness._shared._printer import LINE_LIMIT, MARKER, around, bounded, clip, line, redact
 from harness._shared._views import SETTINGS, encode_json
 from harness.drift._printed import sentence
 from harness.drift._wording import (
@@ -218,7 +218,12 @@ def markdown_lines(report: DriftReport) -> list[str]:
         return lines
     title = report.verdict or "values differ"
     kind = f" ({report.kind})" if report.kind else ""
-    lines = [f"### Drift: {_md_code(title)}{kind}", "", f"> {_md_escape(report.summary)}", ""]
+    lines = [
+        f"### Drift: {_md_code(title, False)}{kind}",
+        "",
+        f"> {_md_escape(report.summary)}",
+        "",
+    ]
     lines += ["| | |", "|---|---|"]
     if report.verdict:
         lines.append(
@@ -245,7 +250,7 @@ def markdown_lines(report: DriftReport) -> list[str]:
     if report.provenance:
         lines.append(f"| provenance | {_md_escape(report.provenance)} |")
     lines.append("")
-    marker = f"{_md_code(MARKER)} marks where the difference starts"
+    marker = f"{_md_code(MARKER, False)} marks where the difference starts"
     lines += [f"**{_md_escape(report.label_a)}** ({marker}):", ""]
     lines += _md_block(report.context_a, "text")
     lines += ["", f"**{_md_escape(report.label_b)}**:", ""]
@@ -287,14 +292,16 @@ def _markdown_reproduce(report: DriftReport) -> list[str]:
         return []
     lines = ["", "**Reproduce**", ""]
     if reproduce.seed is not None:
-        lines.append(f"- seed: {_md_code(str(reproduce.seed))}")
+        lines.append(f"- seed: {_md_code(str(reproduce.seed), False)}")
     if reproduce.order_a:
         lines.append(
-            f"- order ({_md_escape(report.label_a)}): {_md_code(', '.join(reproduce.order_a))}"
+            f"- order ({_md_escape(report.label_a)}):"
+            f" {_md_code(', '.join(reproduce.order_a), False)}"
         )
     if reproduce.order_b:
         lines.append(
-            f"- order ({_md_escape(report.label_b)}): {_md_code(', '.join(reproduce.order_b))}"
+            f"- order ({_md_escape(report.label_b)}):"
+            f" {_md_code(', '.join(reproduce.order_b), False)}"
         )
     if reproduce.command:
         lines += ["", *_md_block(reproduce.command, "sh")]
@@ -306,16 +313,14 @@ def _md_block(text: str, language: str) -> list[str]:
     return [f"{fence}{language}", text, fence]
 
 
-def _md_code(text: str) -> str:
-    text = one_line(redact(text))
-    ticks = "`" * (_longest_run(text, "`") + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{ticks}{pad}{text.replace('|', '¦')}{pad}{ticks}"
+def _md_code(text: str, cell: bool = True) -> str:
+    """An inert code span; `cell`: it stands in a table's cell (its `|` escaped)."""
+    return _formats.code(text, LINE_LIMIT, cell=cell)
 
 
 def _md_escape(text: str) -> str:
-    text = one_line(redact(text.replace("\n", " ")))
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;")
+    """Inert Markdown text: no image, link, mention, HTML or table break renders."""
+    return _formats.text(text.replace("\n", " "))
 
 
 def _longest_run(text: str, char: str) -> int:

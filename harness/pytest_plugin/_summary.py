@@ -148,10 +148,6 @@ def rules_lines(settings: RunState) -> list[str]:
     return lines
 
 
-def _cell(text: str) -> str:
-    return one_line(text).replace("|", "\\|")
-
-
 def moves_line(nodeid: str, reason: str, settings: RunState) -> str:
     stale = ""
     if nodeid in settings.stale:  # a marker with only= waived nothing it names (said in setup)
@@ -186,6 +182,8 @@ def _unused(verdict: Verdict, done: list[str], asked: bool, write: Callable[...,
 
 
 def _github(settings: RunState) -> None:
+    from harness._shared._formats import code, text  # msgspec: only when there is a summary
+
     for drift in settings.drifts:
         print(
             _printer.annotation(
@@ -211,21 +209,24 @@ def _github(settings: RunState) -> None:
     ]
     if not settings.drifts:
         lines.append("No header drift.")
+    # A test id, a marker's reason, a finding's message may hold Markdown: each is shown inert
+    # (no image, link, @-mention or table break renders: `harness._shared._formats`).
     for drift in settings.drifts:
-        lines += [f"### `{one_line(drift['nodeid'])}`", ""]
+        lines += [f"### {code(str(drift['nodeid']), 300)}", ""]
         if drift.get("cost"):
-            lines += [f"**Cost:** {drift['cost']}", ""]
+            lines += [f"**Cost:** {text(str(drift['cost']))}", ""]
         lines += [drift["markdown"], ""]
     if settings.moves:
         lines += ["", "Tests marked `moves_header`:", ""]
-        lines += [f"- {one_line(moves_line(node, why, settings))}" for node, why in settings.moves]
-    lines += ["", *chain_lines(settings)] if settings.chain_tests else []
+        lines += [f"- {text(moves_line(node, why, settings))}" for node, why in settings.moves]
+    lines += ["", *map(text, chain_lines(settings))] if settings.chain_tests else []
     if settings.findings:
         lines += ["", "### Cache rules", "", "| test | request | rule | severity | message |"]
         lines.append("|---|---|---|---|---|")
         lines += [
-            f"| `{one_line(str(f['nodeid']))}` | {f['request']} | `{f['rule']}` | {f['severity']}"
-            f" | {_cell(str(f['message']))} |"
+            f"| {code(str(f['nodeid']), 300, cell=True)} | {text(str(f['request']), 20)}"
+            f" | {code(str(f['rule']), cell=True)} | {text(str(f['severity']), 20)}"
+            f" | {text(str(f['message']), 400)} |"
             for f in settings.findings
         ]
     _printer.write_step_summary("\n".join(lines))

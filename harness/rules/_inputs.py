@@ -26,6 +26,7 @@ from typing import Any, Final
 
 import msgspec
 
+from harness._shared import _printer
 from harness._shared._body_text import response_events
 from harness._shared._errors import FixtureError
 from harness._shared._files import read_checked, with_position
@@ -46,7 +47,19 @@ _URL: Final = (
 
 
 def sessions_of(paths: Sequence[Path]) -> list[Session]:
-    """The sessions the paths hold, in the order given (a folder's cassettes sorted)."""
+    """The sessions the paths hold, in the order given (a folder's cassettes sorted). The
+    printer learns what their requests' headers and URLs hide (`_printer.learn`): what is
+    printed of them is redacted as a capture session's printing is."""
+    sessions = _sessions_of(paths)
+    requests = [request for session in sessions for request in session.requests]
+    _printer.learn(
+        headers=[pair for request in requests for pair in request.headers],
+        urls=[request.url for request in requests],
+    )
+    return sessions
+
+
+def _sessions_of(paths: Sequence[Path]) -> list[Session]:
     sessions: list[Session] = []
     for path in paths:
         if not path.exists():
@@ -58,7 +71,7 @@ def sessions_of(paths: Sequence[Path]) -> list[Session]:
                 raise FixtureError(path, "holds no cassettes and no sessions (.jsonl)", _WHAT)
             for cassette in cassettes:
                 sessions += _cassette(cassette)
-            sessions += sessions_of(logs)
+            sessions += _sessions_of(logs)
         elif path.suffix == ".jsonl":
             session = Session(str(path), list(_lines(path)))
             if not any(analysis is not None for analysis in session.analyses):

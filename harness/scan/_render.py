@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Final
 
+from harness._shared import _formats
+from harness._shared._formats import code
 from harness._shared._printer import line
 from harness.scan._result import Finding, ScanResult
 
@@ -77,7 +79,7 @@ def markdown(found: ScanResult) -> str:
     lines = [
         "## harness scan",
         "",
-        line(_headline(found), 1000),
+        _formats.text(_headline(found), 1000),
         "",
     ]
     if found.findings:
@@ -87,16 +89,16 @@ def markdown(found: ScanResult) -> str:
             "|---|---:|---|---|---|---|---:|---:|---|",
         ]
         for f in found.findings[:_SHOWN]:
-            cells = [
-                f"`{_cell(f.session)}`",
+            cells = [  # a session id, a pointer, a deploy come from the traces: shown inert
+                code(f.session, _NAME, cell=True),
                 str(f.request),
-                f"**{_cell(f.verdict)}** ({f.severity})",
-                f.evidence,
-                f.block,
-                _cell(_where(f).removeprefix(" at ")),
+                f"**{line(f.verdict, _NAME)}** ({f.severity})",  # the harness's words
+                line(f.evidence, _NAME),
+                line(f.block, _NAME),
+                code(_where(f).removeprefix(" at "), _NAME, cell=True) if _where(f) else "",
                 "" if f.tokens_lost is None else f"{f.tokens_lost:,}",
                 _usd(f.usd_lost),
-                _cell(f.deploy or ""),
+                code(f.deploy, _NAME, cell=True) if f.deploy else "",
             ]
             lines.append("| " + " | ".join(cells) + " |")
         if len(found.findings) > _SHOWN:
@@ -104,13 +106,10 @@ def markdown(found: ScanResult) -> str:
     if found.introduced_by:
         lines += ["", "| verdict | first deploy |", "|---|---|"]
         lines += [
-            f"| {_cell(v)} | {_cell(d or 'unknown')} |" for v, d in found.introduced_by.items()
+            f"| {line(v, _NAME)} | {code(d, _NAME, cell=True) if d else 'unknown'} |"
+            for v, d in found.introduced_by.items()
         ]
     if t.malformed:
         lines += ["", f"{t.malformed:,} malformed record(s) skipped."]
-    lines += ["", *[line(note, 400) for note in found.notes]]
+    lines += ["", *[_formats.text(note, 400) for note in found.notes]]
     return "\n".join(lines).rstrip() + "\n"
-
-
-def _cell(value: str) -> str:
-    return line(value, _NAME).replace("|", "\\|").replace("`", "'")

@@ -27,6 +27,7 @@ import msgspec
 
 from harness._shared._errors import HarnessError
 from harness._shared._files import FileContents, decode, encode, read_checked
+from harness._shared._formats import code
 from harness._shared._paths import (
     ANSWERS_FILE,
     LOG_FILE,
@@ -330,7 +331,8 @@ def text_table(checks: list[ScenarioCheck]) -> str:
 def markdown_table(checks: list[ScenarioCheck]) -> list[str]:
     """The same table as Markdown lines (for a CI step summary)."""
     lines = ["| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
-    return lines + ["| " + " | ".join(row) + " |" for row in _rows(checks)]
+    rows = [[code(row[0], cell=True), *row[1:]] for row in _rows(checks)]  # a scenario's name
+    return lines + ["| " + " | ".join(row) + " |" for row in rows]
 
 
 def _table(rows: list[list[str]], header: list[str]) -> str:

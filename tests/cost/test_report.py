@@ -129,8 +129,9 @@ def test_the_markdown_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     _, _, md = report(tmp_path, capsys)
     assert md.startswith("## Prompt-cache cost\n")
     assert "| conversation | model | requests | cost | without cache | hit rate | agreement |" in md
-    assert "| claude-sonnet-4-5 | 3 | $0.0" in md and "| 100% |" in md
-    assert "First divergence at request 2: tools_changed: tools reordered" in md
+    # values from the input are inert Markdown: a model in a code span, a summary escaped
+    assert "| `claude-sonnet-4-5` | 3 | $0.0" in md and "| 100% |" in md
+    assert "First divergence at request 2: tools\\_changed: tools reordered" in md
     assert f"List prices checked {PRICES_CHECKED} ({REGISTRY}); tokens are estimates." in md
 
 
