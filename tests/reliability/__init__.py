@@ -16,5 +16,8 @@ worker, pool order and an edited middle step of a growing message (decision 0029
 `test_attack3_owners`; aiohttp's bodies, middlewares, trace configs and redirects under capture
 `test_attack3_aiohttp`; the network guard's other doors (a bare address, UDP, reverse lookups,
 resolvers bound at import, c-ares, uvloop, look-alike loopback names), run in a network namespace
-of their own (decision 0032) `test_attack3_guard`.
+of their own (decision 0032) `test_attack3_guard`; keys glued to words (every shape and glue,
+through a cassette and every printer), cookies, the CLI's input headers, percent, base64 and URL
+userinfo encodings `test_attack3_secrets`; JSON that parses after redaction, bounded and escaped
+lines, inert Markdown `test_attack3_printed` (decision 0031).
 """
