@@ -128,10 +128,20 @@ class Row(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True,
 _GLOB: Final = frozenset("*?[")
 
 
+# The longest model name a row can match. Model ids run to about a hundred characters (a Bedrock
+# inference-profile ARN is the longest seen); a request naming a model of megabytes is hostile or
+# broken input, and a glob with an inner `*` costs time linear in the name for each of the
+# pack's patterns at each lookup (a 4 MiB name took minutes in `harness lint`). Such a name
+# matches no row: the rules abstain on it as on any model the pack does not know.
+MODEL_NAME_LIMIT: Final = 1_024
+
+
 def model_matches(name: str, pattern: str) -> bool:
     """`fnmatchcase(name, pattern)`, without compiling a regex for the patterns rows mostly hold
     (`claude-sonnet-4*`, an exact name): 140 patterns compiled were a third of `harness lint`'s
-    start-up on one small cassette."""
+    start-up on one small cassette. A name over `MODEL_NAME_LIMIT` matches nothing."""
+    if len(name) > MODEL_NAME_LIMIT:
+        return False
     starred = pattern.endswith("*")
     head = pattern[:-1] if starred else pattern
     if not _GLOB.isdisjoint(head):

@@ -185,9 +185,9 @@ def test_a_4_mib_line_is_cut_with_its_length(capsys: pytest.CaptureFixture[str])
 
 @pytest.mark.slow
 def test_a_long_model_name_is_cut_in_every_text_output(tmp_path: Path, cli: Cli) -> None:
-    """64 KiB, past what a line redacts (`LINE_LIMIT + REACH`): 4 MiB would print the same, but
-    matching it to the rules pack's model patterns takes minutes (a limit of its own)."""
-    model = "claude-" + "x" * (64 * 1024)
+    """4 MiB, past what a line redacts (`LINE_LIMIT + REACH`). Such a name matches none of the
+    rules pack's model patterns (`MODEL_NAME_LIMIT`): matching it took minutes before."""
+    model = "claude-sonnet-4-" + "x" * (4 * 1024 * 1024)
     log = proxy_log(tmp_path / "log.jsonl", model, model)
     html, md = tmp_path / "r.html", tmp_path / "r.md"
     outputs = [
@@ -201,6 +201,15 @@ def test_a_long_model_name_is_cut_in_every_text_output(tmp_path: Path, cli: Cli)
         assert len(out) < 100_000
     assert "characters)" in outputs[0] and "characters)" in outputs[1]
     assert len(html.read_text()) < 100_000
+
+
+def test_a_model_name_of_megabytes_matches_no_rule() -> None:
+    from harness.providers._pack import MODEL_NAME_LIMIT, model_matches
+
+    prefix = "claude-sonnet-4-"
+    assert model_matches(prefix + "x" * (MODEL_NAME_LIMIT - len(prefix)), "claude-sonnet-4*")
+    assert not model_matches(prefix + "x" * (4 * 1024 * 1024), "claude-sonnet-4*")
+    assert not model_matches(prefix + "x" * (4 * 1024 * 1024), "*sonnet*")
 
 
 CONTROLS = {
