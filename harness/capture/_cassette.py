@@ -63,7 +63,9 @@ __all__ = [
 CASSETTE_FORMAT: Final = 3  # the format this harness writes
 
 
-class HttpRequest(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+class HttpRequest(
+    msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forbid_unknown_fields=True
+):
     """A request as stored: redacted headers as ordered pairs, and the exact body.
 
     The body is in exactly one of: `json` (the parsed body, when re-encoding it compactly gives
@@ -100,7 +102,9 @@ class HttpRequest(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True)
             return None
 
 
-class HttpResponse(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+class HttpResponse(
+    msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forbid_unknown_fields=True
+):
     """A response as stored. Server-sent events are kept as `lines` (joined by "\\n")."""
 
     status: int
@@ -129,7 +133,9 @@ class Exchange(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
     timing: Timing | msgspec.UnsetType = msgspec.UNSET  # absent in format 1
 
 
-class Proof(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+class Proof(
+    msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forbid_unknown_fields=True
+):
     """The exchanges of the first build of one `prove_stable` call (identity order).
 
     Every other order of that call is answered from them by position, so a shuffled build gets

@@ -79,7 +79,7 @@ def _checked(name: str, value: float | None) -> None:
         )
 
 
-class Conflict(msgspec.Struct, frozen=True):
+class Conflict(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     claim: str
     source: str
 

@@ -33,6 +33,7 @@ from harness.cache._analysis import LintRequest
 from harness.cache._timing import Timing
 from harness.capture._audit import find_cassettes, request_of
 from harness.capture._cassette import CaptureFile, Exchange, load_cassette
+from harness.capture._judged import refuse_bodiless
 from harness.rules._engine import Session
 
 __all__ = ["cassette_sessions", "requests_of_exchanges", "sessions_of"]
@@ -92,7 +93,9 @@ def _json_file(path: Path) -> list[Session]:
 
 
 def _cassette(path: Path) -> list[Session]:
-    return cassette_sessions(path, load_cassette(path))
+    capture = load_cassette(path)
+    refuse_bodiless(path, capture)  # nothing to judge is no pass
+    return cassette_sessions(path, capture)
 
 
 def cassette_sessions(path: Path, capture: CaptureFile) -> list[Session]:
