@@ -16,7 +16,8 @@ from pathlib import Path
 
 import msgspec
 
-from harness._shared._errors import UsageError, WriteFailed
+from harness._shared._errors import UsageError
+from harness._shared._files import refuse_non_regular, write_output
 from harness._shared._printer import redact
 from harness.cli._output import out
 from harness.scan._extras import require_scan
@@ -95,6 +96,9 @@ def cmd_scan(args: argparse.Namespace) -> int:
         raise UsageError("--scheduler and --workers are for --engine dask")
     if args.since is not None and args.until is not None and args.since > args.until:
         raise UsageError("--since is after --until: nothing could be in that window")
+    for option, given in (("--sarif", args.sarif), ("--html", args.html)):
+        if given:  # a FIFO or a device is refused before anything is read or written
+            refuse_non_regular(Path(given), f"a file for {option}")
     settings = Settings(
         options=Options(
             fmt=args.fmt,
@@ -129,8 +133,6 @@ def cmd_scan(args: argparse.Namespace) -> int:
 
 
 def _write(path: Path, content: str) -> None:
-    """An output file, redacted as everything printed is (an output, written under CI too)."""
-    try:
-        path.write_text(redact(content), encoding="utf-8")
-    except OSError as error:
-        raise WriteFailed(path, error) from None
+    """An output file, redacted as everything printed is (an output, written under CI too),
+    written atomically: a failure is one line, and the old file is whole."""
+    write_output(path, redact(content).encode("utf-8"))

@@ -75,7 +75,7 @@ def session_for(
     item: pytest.Item, settings: RunState, *, upstream: Any, config: Any
 ) -> CaptureSession:
     """The capture session of `item` (a one-line test failure for a bad config or cassette)."""
-    from harness._shared._paths import cassette_path_for, cassettes_folder
+    from harness._shared._paths import cassette_path_for, cassettes_folder, refuse_link_out
     from harness.capture._config import CaptureConfig
     from harness.capture._session import CaptureSession
     from harness.capture._unrecorded import unrecorded
@@ -85,6 +85,8 @@ def session_for(
     problem = None
     try:
         budget_of(item, settings)  # a bad budget errors the test before it runs
+        if settings.mode.writes:  # a cassettes folder linked out of the project: no write there
+            refuse_link_out(cassette, settings.project)
         captured = CaptureConfig.of(config)
         if marker is not None and marker.kwargs:
             captured = captured.updated(marker.kwargs, where=f"@pytest.mark.{MARKER}")
