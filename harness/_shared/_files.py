@@ -305,15 +305,16 @@ def write_output(path: Path, data: bytes) -> None:
     so the link stays a link."""
     refuse_non_regular(path)
     target = Path(os.path.realpath(path)) if path.is_symlink() else path
-    _replace(target, data)
+    _replace(target, data, make_folder=False)  # a misspelt folder is an error, not a new folder
 
 
-def _replace(path: Path, data: bytes) -> None:
+def _replace(path: Path, data: bytes, *, make_folder: bool = True) -> None:
     """A temp file beside `path`, fsynced, renamed over it, the folder fsynced; a failure is
     `WriteFailed` and leaves the old file as it was."""
     temp: str | None = None
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if make_folder:
+            path.parent.mkdir(parents=True, exist_ok=True)
         try:
             mode = stat.S_IMODE(path.stat().st_mode)
         except FileNotFoundError:
