@@ -22,7 +22,7 @@ from typing import Any, ClassVar, Final, TypeVar
 import msgspec
 
 from harness._shared._ci import refuse_writes_under_ci
-from harness._shared._errors import FixtureError, WriteFailed
+from harness._shared._errors import FixtureError, UsageError, WriteFailed
 from harness._shared._paths import refuse_case_twin
 from harness._shared._secrets import scan_secrets
 
@@ -275,15 +275,52 @@ def write_atomic(path: Path, data: bytes) -> bool:
     refuse_case_twin(path)
     if _holds(path, data):
         return False
+    _replace(path, data)
+    return True
+
+
+def refuse_non_regular(path: Path, what: str = "an output file") -> None:
+    """`UsageError` when `path` exists and is not a regular file (a FIFO, a device, a folder, or
+    a link to one): writing there would hang on a pipe, or write into a device."""
+    try:
+        mode = os.stat(path).st_mode  # follows a link: what a write would reach
+    except FileNotFoundError:
+        return
+    except OSError as error:
+        raise UsageError(f"{path}: cannot be written ({error.strerror}); name {what}") from None
+    if stat.S_ISDIR(mode):
+        raise UsageError(f"{path} is a folder, not a file: name {what} to write")
+    if not stat.S_ISREG(mode):
+        raise UsageError(
+            f"{path} is {_not_regular(mode)}, not a regular file: nothing was written; name"
+            f" {what} to write (a path that does not exist yet, or a regular file)"
+        )
+
+
+def write_output(path: Path, data: bytes) -> None:
+    """Write a report the user asked for (`--html`, `--markdown`, `--sarif`): atomically, as a
+    fixture is (a write cut short leaves the old report whole, and `WriteFailed` says so), but
+    also under CI, where reports are made. A path that is not a regular file is refused before
+    anything is written (`refuse_non_regular`); a link to a regular file is written through,
+    so the link stays a link."""
+    refuse_non_regular(path)
+    target = Path(os.path.realpath(path)) if path.is_symlink() else path
+    _replace(target, data, make_folder=False)  # a misspelt folder is an error, not a new folder
+
+
+def _replace(path: Path, data: bytes, *, make_folder: bool = True) -> None:
+    """A temp file beside `path`, fsynced, renamed over it, the folder fsynced; a failure is
+    `WriteFailed` and leaves the old file as it was."""
     temp: str | None = None
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if make_folder:
+            path.parent.mkdir(parents=True, exist_ok=True)
         try:
             mode = stat.S_IMODE(path.stat().st_mode)
         except FileNotFoundError:
             mode = 0o666 & ~_umask()
         fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        os.fchmod(fd, mode)  # mkstemp makes 0600 files; a fixture keeps its (or the usual) mode
+        os.fchmod(fd, mode)  # mkstemp makes 0600 files; a file keeps its (or the usual) mode
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
@@ -296,7 +333,6 @@ def write_atomic(path: Path, data: bytes) -> bool:
         if temp is not None:
             Path(temp).unlink(missing_ok=True)
     _fsync_folder(path.parent)
-    return True
 
 
 def _fsync_folder(folder: Path) -> None:

@@ -176,6 +176,33 @@ def refuse_linked_folder(folder: Path) -> None:
         )
 
 
+def refuse_link_out(path: Path, project: Path) -> None:
+    """UnsafeName when writing `path` would go through a link that leaves `project`.
+
+    Each part of `path` below `project` that is a link (a `fixtures/cassettes` linked to a shared
+    folder elsewhere, say) must resolve inside `project`: a recording written through it would
+    land outside the repository, where no review sees it. A link that stays inside is followed.
+    A `path` outside `project` is not checked (the fixtures folder was configured there).
+    """
+    project = Path(os.path.abspath(project))
+    try:
+        parts = Path(os.path.abspath(path)).relative_to(project).parts
+    except ValueError:
+        return
+    real_project = project.resolve()
+    current = project
+    for part in parts:
+        current = current / part
+        if not current.is_symlink():
+            continue
+        target = current.resolve()
+        if target != real_project and real_project not in target.parents:
+            raise UnsafeName(
+                f"refusing to write {path}: {current} is a link to {target}, outside the project"
+                f" ({project}); replace the link with the folder itself"
+            )
+
+
 def project_fixtures() -> Path:
     """`fixtures/` in the working directory: a command given no PATH works on the project's own
     recordings, never on the scenarios shipped with the harness (only `harness demo` reads those:

@@ -28,17 +28,38 @@ from harness.agent._tools import ToolSchema
 # -- messages -----------------------------------------------------------------------------------
 
 
-class TextBlock(msgspec.Struct, frozen=True, gc=False, tag="text", tag_field="type"):
+class TextBlock(
+    msgspec.Struct,
+    frozen=True,
+    gc=False,
+    tag="text",
+    tag_field="type",
+    forbid_unknown_fields=True,
+):
     text: str
 
 
-class ToolUseBlock(msgspec.Struct, frozen=True, gc=False, tag="tool_use", tag_field="type"):
+class ToolUseBlock(
+    msgspec.Struct,
+    frozen=True,
+    gc=False,
+    tag="tool_use",
+    tag_field="type",
+    forbid_unknown_fields=True,
+):
     id: str
     name: str
     input: dict[str, Any]
 
 
-class ToolResultBlock(msgspec.Struct, frozen=True, gc=False, tag="tool_result", tag_field="type"):
+class ToolResultBlock(
+    msgspec.Struct,
+    frozen=True,
+    gc=False,
+    tag="tool_result",
+    tag_field="type",
+    forbid_unknown_fields=True,
+):
     tool_use_id: str
     content: str
     is_error: bool = False
@@ -47,7 +68,7 @@ class ToolResultBlock(msgspec.Struct, frozen=True, gc=False, tag="tool_result", 
 Block = TextBlock | ToolUseBlock | ToolResultBlock
 
 
-class Message(msgspec.Struct, frozen=True, gc=False):
+class Message(msgspec.Struct, frozen=True, gc=False, forbid_unknown_fields=True):
     role: Literal["user", "assistant"]
     content: tuple[Block, ...]
 

@@ -24,7 +24,14 @@ SESSION_EVENT = "session/event"
 # -- events -------------------------------------------------------------------------------------
 
 
-class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", gc=False):
+class Event(
+    msgspec.Struct,
+    frozen=True,
+    kw_only=True,
+    tag_field="type",
+    gc=False,
+    forbid_unknown_fields=True,
+):
     time: str = ""
 
 

@@ -34,6 +34,7 @@ from harness.capture._cassette import (
     ReadCassette,
     read_cassette,
 )
+from harness.capture._judged import refuse_bodiless
 from harness.capture._prefix import CONVERSATION_BLOCKS, PrefixBreak, PrefixChain, prefix_chain
 from harness.drift._tools import diff_tools
 from harness.providers import cache_usage
@@ -215,6 +216,7 @@ def audit_cassette(path: Path | ReadCassette, redaction: Redaction | None = None
     """Read `path` strictly (or take it as read), then check its redaction, secrets and prefix
     chain."""
     path, data, capture = path if isinstance(path, ReadCassette) else read_cassette(path)
+    refuse_bodiless(path, capture)  # nothing to judge is no pass
     rules = redaction or Redaction()
     chain = prefix_chain(captured_of(capture.exchanges))
     for proof in capture.proofs:  # each prove_stable call's first build: a conversation of its own
@@ -377,6 +379,9 @@ def _member(value: Any, key: str) -> Any:
     return value.get(key) if isinstance(value, dict) else None
 
 
+_REQUEST_FIELDS: Final = tuple(f.encode_name for f in msgspec.structs.fields(HttpRequest))
+
+
 def request_of(value: Any) -> HttpRequest | None:
     """A recorded request as a JSON value (`{"method", "url", "json"}`, or `"text"` for a spaced
     body), if `value` is one."""
@@ -385,8 +390,9 @@ def request_of(value: Any) -> HttpRequest | None:
         and {"method", "url"} <= set(value)
         and {"json", "text"} & set(value)
     ):
+        fields = {key: value[key] for key in _REQUEST_FIELDS if key in value}  # a log's extras
         try:
-            return msgspec.convert(value, HttpRequest)
+            return msgspec.convert(fields, HttpRequest)
         except msgspec.ValidationError:
             return None
     return None

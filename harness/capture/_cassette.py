@@ -30,7 +30,7 @@ from __future__ import annotations
 import base64
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, Final, NamedTuple
+from typing import Annotated, Any, ClassVar, Final, NamedTuple
 
 import msgspec
 
@@ -61,9 +61,14 @@ __all__ = [
 
 
 CASSETTE_FORMAT: Final = 3  # the format this harness writes
+# An exchange's time from the recording's start: a re-record counts on from the first
+# recording's zero, so years are possible, a thousand years are not.
+Millis = Annotated[float, msgspec.Meta(ge=-1e12, le=1e12)]
 
 
-class HttpRequest(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+class HttpRequest(
+    msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forbid_unknown_fields=True
+):
     """A request as stored: redacted headers as ordered pairs, and the exact body.
 
     The body is in exactly one of: `json` (the parsed body, when re-encoding it compactly gives
@@ -81,6 +86,9 @@ class HttpRequest(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True)
     base64: str | msgspec.UnsetType = msgspec.UNSET
     extends: int | msgspec.UnsetType = msgspec.UNSET
     edits: tuple[Edit, ...] | msgspec.UnsetType = msgspec.UNSET
+
+    def __post_init__(self) -> None:
+        _check_base64(self.base64)
 
     @property
     def body(self) -> bytes:
@@ -100,7 +108,9 @@ class HttpRequest(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True)
             return None
 
 
-class HttpResponse(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+class HttpResponse(
+    msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forbid_unknown_fields=True
+):
     """A response as stored. Server-sent events are kept as `lines` (joined by "\\n")."""
 
     status: int
@@ -109,6 +119,9 @@ class HttpResponse(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True
     text: str | msgspec.UnsetType = msgspec.UNSET
     lines: tuple[str, ...] | msgspec.UnsetType = msgspec.UNSET
     base64: str | msgspec.UnsetType = msgspec.UNSET
+
+    def __post_init__(self) -> None:
+        _check_base64(self.base64)
 
     @property
     def body(self) -> bytes:
@@ -119,8 +132,8 @@ class Timing(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """When one exchange ran: milliseconds from the cassette's `started` to the request being
     sent and to its answer ending (the stream's last byte)."""
 
-    start_ms: float
-    end_ms: float
+    start_ms: Millis
+    end_ms: Millis
 
 
 class Exchange(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
@@ -129,7 +142,9 @@ class Exchange(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_def
     timing: Timing | msgspec.UnsetType = msgspec.UNSET  # absent in format 1
 
 
-class Proof(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+class Proof(
+    msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forbid_unknown_fields=True
+):
     """The exchanges of the first build of one `prove_stable` call (identity order).
 
     Every other order of that call is answered from them by position, so a shuffled build gets
@@ -377,6 +392,16 @@ def _body_fields(data: bytes, *, sse: bool) -> dict[str, Any]:
     if msgspec.json.encode(value) == data:
         return {"json": value}
     return {"text": text}
+
+
+def _check_base64(value: Any) -> None:
+    """A stored `base64` body must decode (a ValueError, which msgspec reports with the field's
+    place in the file): a bad one would raise only when the body is first read."""
+    if isinstance(value, str):
+        try:
+            base64.b64decode(value, validate=True)
+        except ValueError:  # binascii.Error: bad padding, a character outside the alphabet
+            raise ValueError("its base64 body is not valid base64 (bad padding?)") from None
 
 
 def _body_bytes(json: Any, text: Any, lines: Any, b64: Any) -> bytes:

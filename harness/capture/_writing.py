@@ -34,7 +34,9 @@ from harness.capture._edits import Edit, apply_edits, edits_between
 __all__ = ["cassette_bytes", "encode_cassette"]
 
 
-class _StoredProof(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+class _StoredProof(
+    msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forbid_unknown_fields=True
+):
     """`Proof` as format 3 writes it: requests may be edits of earlier ones (never rebuilt)."""
 
     units: tuple[str, ...] = ()

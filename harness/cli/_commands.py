@@ -20,7 +20,13 @@ from harness._shared._errors import (
 )
 from harness._shared._files import write_atomic, write_files
 from harness._shared._formats import code, text
-from harness._shared._paths import FIXTURES, pins_root, project_fixtures, refuse_linked_folder
+from harness._shared._paths import (
+    FIXTURES,
+    pins_root,
+    project_fixtures,
+    refuse_link_out,
+    refuse_linked_folder,
+)
 from harness._shared._printer import annotation, write_step_summary
 from harness._shared._secrets import Redaction
 from harness.capture._audit import (
@@ -318,6 +324,7 @@ def cmd_record(args: argparse.Namespace) -> int:
             folder = Path(FIXTURES) / path  # a scenario named by its folder under fixtures/
         fixture = load_fixture(folder, scenario_only=True)
         refuse_linked_folder(fixture.folder)
+        refuse_link_out(fixture.folder, Path.cwd())
         changed = write_files(recording_files_of(fixture))
         out(f"{fixture.scenario.name}: recorded" + "".join(f"\n  wrote {p}" for p in changed))
     return EXIT_OK
@@ -329,6 +336,7 @@ def cmd_refresh(args: argparse.Namespace) -> int:
         _refresh_cassette(path)
     for fixture in fixtures:
         refuse_linked_folder(fixture.folder)
+        refuse_link_out(fixture.folder, Path.cwd())
         before = replay_fixture(fixture)
         if before.run is None:
             _print_findings(fixture.scenario.name, before.findings, fmt="text")
@@ -351,6 +359,7 @@ def _refresh_cassette(path: Path) -> None:
     """Rewrite a cassette in the format this harness writes (format 3), the same requests byte
     for byte; a file already in it is left alone."""
     refuse_linked_folder(path.parent)
+    refuse_link_out(path, Path.cwd())  # a cassettes folder linked out of the project
     capture = load_cassette(path)
     data = encode_cassette(capture, path)
     findings = Redaction().scan(data)

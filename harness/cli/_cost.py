@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from harness._shared._errors import UsageError
+from harness._shared._files import refuse_non_regular, write_output
 from harness._shared._paths import project_fixtures
 from harness.cache._replay import Conversation
 from harness.cli._lint import project_policy
@@ -132,6 +133,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     if not args.html and not args.markdown:
         raise UsageError("give --html OUT, --markdown OUT or both")
+    for option, given in (("--html", args.html), ("--markdown", args.markdown)):
+        if given:  # a FIFO or a device is refused before anything is read or written
+            refuse_non_regular(Path(given), f"a file for {option}")
     paths = [Path(p) for p in args.paths]
     with project_policy(args) as policy, prices_in_force(args):
         if args.model is not None:
@@ -147,10 +151,6 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def _write(path: Path, text: str) -> None:
-    """A report file (an output, as under CI too: not a fixture); a failure is one line."""
-    from harness._shared._errors import WriteFailed
-
-    try:
-        path.write_text(text, encoding="utf-8")
-    except OSError as error:
-        raise WriteFailed(path, error) from None
+    """A report file (an output, as under CI too: not a fixture), written atomically; a failure
+    is one line, and the old file is whole."""
+    write_output(path, text.encode("utf-8"))

@@ -14,7 +14,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from harness._shared._errors import UsageError, WriteFailed
+from harness._shared._errors import UsageError
+from harness._shared._files import refuse_non_regular, write_output
 from harness._shared._formats import as_json
 from harness._shared._printer import redact
 from harness.cli._output import out, out_json
@@ -94,6 +95,9 @@ def cmd_scan(args: argparse.Namespace) -> int:
         raise UsageError("--scheduler and --workers are for --engine dask")
     if args.since is not None and args.until is not None and args.since > args.until:
         raise UsageError("--since is after --until: nothing could be in that window")
+    for option, given in (("--sarif", args.sarif), ("--html", args.html)):
+        if given:  # a FIFO or a device is refused before anything is read or written
+            refuse_non_regular(Path(given), f"a file for {option}")
     settings = Settings(
         options=Options(
             fmt=args.fmt,
@@ -127,8 +131,5 @@ def cmd_scan(args: argparse.Namespace) -> int:
 def _write(path: Path, content: str) -> None:
     """An output file, redacted already as everything printed is (an output, written under CI
     too): SARIF each string before it is encoded, HTML as a whole (its escapes hold no token
-    character a key shape reads)."""
-    try:
-        path.write_text(content, encoding="utf-8")
-    except OSError as error:
-        raise WriteFailed(path, error) from None
+    character a key shape reads); written atomically: a failure is one line, the old file whole."""
+    write_output(path, content.encode("utf-8"))

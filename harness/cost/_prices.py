@@ -37,7 +37,7 @@ from fnmatch import fnmatchcase
 from functools import cache
 from importlib.resources import files
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
 import msgspec
 
@@ -79,7 +79,7 @@ def _checked(name: str, value: float | None) -> None:
         )
 
 
-class Conflict(msgspec.Struct, frozen=True):
+class Conflict(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     claim: str
     source: str
 
@@ -97,7 +97,7 @@ class Derived(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 class Tier(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """The prices of a request whose input tokens exceed `above` (all its tokens)."""
 
-    above: int
+    above: Annotated[int, msgspec.Meta(ge=0)]  # input tokens
     input: float | None = None
     output: float | None = None
     cache_read: float | None = None

@@ -33,7 +33,7 @@ from fnmatch import fnmatchcase
 from functools import cache
 from importlib.resources import files
 from pathlib import Path
-from typing import Any, Final, Literal, TypeVar
+from typing import Annotated, Any, Final, Literal, TypeVar
 
 import msgspec
 
@@ -80,6 +80,12 @@ PACK_FILES: Final = (
     "compatible.json",
 )
 Severity = Literal["error", "warning", "info"]
+# A count a row states (tokens, breakpoints): never negative, or a rule could not fire (a
+# negative minimum caches everything, a negative limit counts markers from the wrong end).
+Count = Annotated[int, msgspec.Meta(ge=0)]
+# A time to live as the cost model reads it (`harness.cache._replay.ttl_seconds`): a positive
+# whole number of seconds, minutes, hours or days; anything else would never expire.
+Duration = Annotated[str, msgspec.Meta(pattern=r"^0*[1-9][0-9]*[smhd]$")]
 
 
 class Conflict(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -170,7 +176,7 @@ class Caching(Row, tag="caching", frozen=True):
 class Minimum(Row, tag="minimum", frozen=True):
     """Below `tokens`, nothing is written, silently."""
 
-    tokens: int
+    tokens: Count
 
 
 class Breakpoints(Row, tag="breakpoints", frozen=True):
@@ -180,12 +186,12 @@ class Breakpoints(Row, tag="breakpoints", frozen=True):
     (OpenAI `prompt_cache_options.mode`; empty: any); `implicit` the breakpoints the provider adds
     itself in that mode."""
 
-    limit: int
+    limit: Count
     over_limit: Literal["refused", "ignored"]
     counts: str
     automatic_counts: bool = False
     mode: str = ""
-    implicit: int = 0
+    implicit: Count = 0
 
 
 class Lookback(Row, tag="lookback", frozen=True):
@@ -193,7 +199,7 @@ class Lookback(Row, tag="lookback", frozen=True):
     blocks of a type in `runs` counts as one (`tool_use`, `tool_result` on the Claude API)."""
 
     unit: Literal["blocks", "breakpoints"]
-    reach: int
+    reach: Annotated[int, msgspec.Meta(ge=1)]  # the breakpoint itself is the first position
     runs: tuple[str, ...] = ()
 
 
@@ -202,8 +208,8 @@ class Ttl(Row, tag="ttl", frozen=True):
     listed is one the API refuses, or the model lacks); `order`: whether entries with a longer
     TTL must come before shorter ones (`longer-first`), and what the API does otherwise."""
 
-    values: tuple[str, ...]
-    default: str
+    values: tuple[Duration, ...]
+    default: Duration
     order: Literal["longer-first", "any"] = "any"
     out_of_order: Literal["refused", "ignored", ""] = ""
 

@@ -7,7 +7,13 @@ cost model (`harness.cost`: the rules pack, the price pack with the project's ro
 `harness_capture_config`'s `prices`, then `harness-prices.json` at the rootdir). A conversation
 that costs more than `max_usd`, or whose cache hit rate is under `min_hit_rate`, fails the test
 with its breakdown. `model` prices it under another model's rules and prices (the one the
-project will run in production). The marker's keys override the ini default's, one by one.
+project will run in production). The marker's keys override the ini default's, one by one
+(`max_usd=None`, `min_hit_rate=None`: no limit for this test).
+
+No silent pass: a budget value that is not a finite number in its range (NaN, infinity, a
+negative) is a usage error in one line, found when the test's capture starts (the test errors);
+a budgeted test that sent nothing the cost model can price fails, in every mode and whatever
+`no_requests` says: nothing would enforce its budget.
 
 `cost_delta`: what a drift costs, the recording's conversations against the replay's, for the
 failure, the `header drift` summary and the GitHub step summary.
@@ -15,6 +21,7 @@ failure, the `header drift` summary and the GitHub step summary.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any, Final
 
 import pytest
@@ -32,8 +39,11 @@ __all__ = ["BUDGET", "budget_of", "check_budget", "cost_delta"]
 BUDGET: Final = "cache_budget"
 _KEYS: Final = ("max_usd", "min_hit_rate", "model")
 _HOW: Final = (
-    "takes max_usd=<dollars per conversation>, min_hit_rate=<0 to 1> and model=<a model id>"
+    "takes max_usd=<dollars per conversation, 0 or more>, min_hit_rate=<0 to 1> and"
+    " model=<a model id>"
 )
+_LIMITS: Final = ("max_usd", "min_hit_rate")
+_INI: Final = "harness_cache_budget"
 
 
 def _parse(value: Any, key: str, where: str) -> Any:
@@ -41,12 +51,21 @@ def _parse(value: Any, key: str, where: str) -> Any:
         if value is None or isinstance(value, str):
             return value
         raise HarnessError(f"{where}: model takes a model id, not {value!r}")
+    if value is None and where != _INI:  # the marker lifts the ini default's limit
+        return None
+    if isinstance(value, bool):  # float(True) is 1.0: a flag is no amount
+        raise HarnessError(
+            f"{where}: {key}={value!r} is not a finite number in its range; it {_HOW}"
+        )
     try:
         number = float(value)
     except (TypeError, ValueError):
         raise HarnessError(f"{where}: {key} takes a number, not {value!r}") from None
-    if number < 0 or (key == "min_hit_rate" and number > 1):
-        raise HarnessError(f"{where}: {key} {number} is out of range ({_HOW})")
+    # NaN compares false with everything: a budget of NaN (or infinity) could never fail
+    if not math.isfinite(number) or number < 0 or (key == "min_hit_rate" and number > 1):
+        raise HarnessError(
+            f"{where}: {key}={value!r} is not a finite number in its range; it {_HOW}"
+        )
     return number
 
 
@@ -56,8 +75,8 @@ def budget_of(item: pytest.Item, settings: RunState) -> dict[str, Any]:
     for part in settings.budget.replace(",", " ").split():
         key, _, value = part.partition("=")
         if key not in _KEYS or not value:
-            raise HarnessError(f"harness_cache_budget: {part!r}: the ini value {_HOW}")
-        found[key] = _parse(value, key, "harness_cache_budget")
+            raise HarnessError(f"{_INI}: {part!r}: the ini value {_HOW}")
+        found[key] = _parse(value, key, _INI)
     marker = item.get_closest_marker(BUDGET)
     if marker is not None:
         where = f"@pytest.mark.{BUDGET}"
@@ -67,7 +86,7 @@ def budget_of(item: pytest.Item, settings: RunState) -> dict[str, Any]:
             if key not in _KEYS:
                 raise HarnessError(f"{where}: unknown key {key!r}; it {_HOW}")
             found[key] = _parse(value, key, where)
-    return found
+    return {key: value for key, value in found.items() if value is not None}
 
 
 def check_budget(
@@ -97,6 +116,14 @@ def check_budget(
             for conversation in conversations(lint_session, budget.get("model"))
         ]
     problems: list[str] = []
+    if not found:  # nothing priced: the budget would pass whatever the code sends
+        limits = ", ".join(f"{key}={budget[key]}" for key in _LIMITS if key in budget)
+        fail(
+            f"harness: the cache budget ({limits}) cannot be enforced: the test sent no request"
+            " the cost model could price (a captured provider request with a body); send one,"
+            f" or lift the limit for this test (@pytest.mark.{BUDGET}(max_usd=None,"
+            " min_hit_rate=None))"
+        )
     for conversation, cost, prices in found:
         where = f"{conversation.endpoint} ({cost.requests} request(s))"
         limit = budget.get("max_usd")

@@ -42,7 +42,7 @@ from harness.pytest_plugin._api import (
     send,
     shown,
 )
-from harness.pytest_plugin._budget import check_budget, cost_delta
+from harness.pytest_plugin._budget import budget_of, check_budget, cost_delta
 from harness.pytest_plugin._chain import marker_waivers, record_chain, waived_breaks
 from harness.pytest_plugin._state import RunState
 
@@ -75,18 +75,23 @@ def session_for(
     item: pytest.Item, settings: RunState, *, upstream: Any, config: Any
 ) -> CaptureSession:
     """The capture session of `item` (a one-line test failure for a bad config or cassette)."""
-    from harness._shared._paths import cassette_path_for, cassettes_folder
+    from harness._shared._paths import cassette_path_for, cassettes_folder, refuse_link_out
     from harness.capture._config import CaptureConfig
     from harness.capture._session import CaptureSession
     from harness.capture._unrecorded import unrecorded
 
     marker = item.get_closest_marker(MARKER)
+    cassette = cassette_path_for(cassettes_folder(settings.fixtures), item.nodeid)
+    problem = None
     try:
+        budget_of(item, settings)  # a bad budget errors the test before it runs
+        if settings.mode.writes:  # a cassettes folder linked out of the project: no write there
+            refuse_link_out(cassette, settings.project)
         captured = CaptureConfig.of(config)
         if marker is not None and marker.kwargs:
             captured = captured.updated(marker.kwargs, where=f"@pytest.mark.{MARKER}")
         session = CaptureSession.for_test(
-            cassette_path_for(cassettes_folder(settings.fixtures), item.nodeid),
+            cassette,
             settings.mode,
             writes_allowed=writes_allowed(),
             upstream=unrecorded(upstream),
@@ -96,7 +101,9 @@ def session_for(
         session.moves_header = moves_header_reason(item)
         session.waivers = [*marker_waivers(item, session), *captured.known_moves]
     except (FixtureError, HarnessError) as error:
-        fail(f"harness: {error}")
+        problem = str(error)
+    if problem is not None:
+        fail(f"harness: {problem}")  # outside the except: pytest would chain the error to it
     session.test = item.nodeid
     send(item, PROP_USED, str(session.cassette))
     item.stash[SESSION] = session

@@ -85,8 +85,10 @@ class Controller:
             )
             return
         from harness._shared._files import write_atomic  # the codec loads with the first write
+        from harness._shared._paths import refuse_link_out
 
         try:
+            refuse_link_out(path, self.state.project)  # a link made after the test's check
             if write_atomic(path, data):
                 self.state.written.append(path)
         except (HarnessError, OSError) as error:  # a twin made meanwhile, a full disk...

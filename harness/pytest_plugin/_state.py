@@ -9,6 +9,7 @@ or disabled it is `--harness-seed` (or the `harness_seed` ini value), and otherw
 
 from __future__ import annotations
 
+import os
 import random
 import shlex
 import zlib
@@ -79,6 +80,14 @@ class RunState:
     rootdir: Path = field(default_factory=Path.cwd)
     rules: Any = None  # the project's rows and policy, once read (`_capture.project_rules`)
     findings: list[dict[str, Any]] = field(default_factory=list)  # what the rules found
+
+    @property
+    def project(self) -> Path:
+        """What the run's writes stay in: the rootdir, or the folder holding the fixtures folder
+        when it was configured outside the rootdir (`_paths.refuse_link_out`)."""
+        fixtures = Path(os.path.abspath(self.fixtures))
+        root = Path(os.path.abspath(self.rootdir))
+        return root if root == fixtures or root in fixtures.parents else fixtures.parent
 
     def outcome(self, nodeid: str, when: str, outcome: str, xfail: bool) -> None:
         if when == "teardown":

@@ -31,9 +31,10 @@ from harness._shared._body_text import response_events
 from harness._shared._errors import FixtureError
 from harness._shared._files import read_checked, with_position
 from harness.cache._analysis import LintRequest
-from harness.cache._timing import Timing
+from harness.cache._timing import Timing, timing_of
 from harness.capture._audit import find_cassettes, request_of
 from harness.capture._cassette import CaptureFile, Exchange, load_cassette
+from harness.capture._judged import refuse_bodiless
 from harness.rules._engine import Session
 
 __all__ = ["cassette_sessions", "requests_of_exchanges", "sessions_of"]
@@ -105,7 +106,9 @@ def _json_file(path: Path) -> list[Session]:
 
 
 def _cassette(path: Path) -> list[Session]:
-    return cassette_sessions(path, load_cassette(path))
+    capture = load_cassette(path)
+    refuse_bodiless(path, capture)  # nothing to judge is no pass
+    return cassette_sessions(path, capture)
 
 
 def cassette_sessions(path: Path, capture: CaptureFile) -> list[Session]:
@@ -113,13 +116,16 @@ def cassette_sessions(path: Path, capture: CaptureFile) -> list[Session]:
     call's (what `harness check` shares between the rules and the cost model)."""
     moves = capture.moves_header if isinstance(capture.moves_header, str) else ""
     started = getattr(capture, "started", None)  # format 2 (issue 24): the recording's start
-    found = requests_of_exchanges(capture.exchanges, started)
-    sessions = [Session(str(path), found, moves_header=moves)]
-    offset = len(capture.exchanges)
-    for proof in capture.proofs:
-        found = requests_of_exchanges(proof.exchanges, started)
-        sessions.append(Session(str(path), found, offset=offset, moves_header=moves))
-        offset += len(proof.exchanges)
+    try:
+        found = requests_of_exchanges(capture.exchanges, started)
+        sessions = [Session(str(path), found, moves_header=moves)]
+        offset = len(capture.exchanges)
+        for proof in capture.proofs:
+            found = requests_of_exchanges(proof.exchanges, started)
+            sessions.append(Session(str(path), found, offset=offset, moves_header=moves))
+            offset += len(proof.exchanges)
+    except ValueError as error:  # a timing out of range (`started` in the year 9999)
+        raise FixtureError(path, f"its timing: {error}", "re-record it") from None
     return sessions
 
 
@@ -222,10 +228,21 @@ def _request(value: Any, index: int, where: str) -> LintRequest:
             url=url if isinstance(url, str) else None,
             headers=_headers(value.get("headers"), where),
             method=method if isinstance(method, str) else "POST",
-            time=value.get("time"),
+            time=_time(value.get("time"), where),
             response=value.get("response"),
         )
     return LintRequest(index, value)
+
+
+def _time(value: Any, where: str) -> Timing | None:
+    """A session line's `time`, read now: one out of range (a negative number, `1e308`) is one
+    line naming the line, not a traceback when the cost model reads it."""
+    if value is None:
+        return None
+    try:
+        return timing_of(value)
+    except ValueError as error:
+        raise FixtureError(where, f"its time: {error}") from None
 
 
 def _headers(value: Any, where: str) -> tuple[tuple[str, str], ...]:
