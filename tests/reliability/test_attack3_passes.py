@@ -284,6 +284,21 @@ def test_a_cassette_with_one_request_body_left_is_judged(
     assert code == 0, out + err
 
 
+def test_a_cassette_of_requests_without_a_body_by_their_method_is_judged(
+    tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the other near miss: a test that only lists models sends GETs, which carry no body
+    document = shipped()
+    for exchange in document["exchanges"]:
+        del exchange["request"]["json"]
+        exchange["request"]["method"] = "GET"
+    cassette_project(tmp_path, document)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = cli("check", "fixtures")
+    assert "holds no request body" not in out + err
+    assert code == 0, out + err
+
+
 def shipped_cassettes() -> list[Path]:
     found = [
         path
