@@ -19,5 +19,8 @@ resolvers bound at import, c-ares, uvloop, look-alike loopback names), run in a 
 of their own (decision 0032) `test_attack3_guard`; keys glued to words (every shape and glue,
 through a cassette and every printer), cookies, the CLI's input headers, percent, base64 and URL
 userinfo encodings `test_attack3_secrets`; JSON that parses after redaction, bounded and escaped
-lines, inert Markdown `test_attack3_printed` (decision 0031).
+lines, inert Markdown `test_attack3_printed` (decision 0031); budgets that could not fail, a
+cassette judging nothing, unknown fields `test_attack3_passes`; session times in milliseconds or
+out of range, bad base64, rules and price numbers out of range `test_attack3_input`; links out of
+the project, reports cut short, FIFO outputs `test_attack3_files` (decision 0033).
 """
