@@ -174,3 +174,14 @@ def test_a_recorded_usage_scales_the_loss_harness_lint_reports(
     (finding,) = json.loads(capsys.readouterr().out)["findings"]
     assert finding["rule"] == "prefix-broken"
     assert "~1,402 cached tokens (2,804 bytes) lost" in finding["message"]
+
+
+@pytest.mark.parametrize(("system", "lost"), [(1024, 1400), (1023, 2423)])
+def test_an_exact_prefix_entry_starts_at_the_minimum_exactly(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], system: int, lost: int
+) -> None:
+    first = chat(system)  # system, then 300 + 200 + 900 tokens
+    later = copy.deepcopy(first)
+    later[1] = {**first[1], "content": "Q" * len(first[1]["content"])}
+    a, b = ({"model": "gpt-5", "messages": m} for m in (first, later))
+    assert diff(tmp_path, capsys, a, b, CHAT_URL)[1] == lost
