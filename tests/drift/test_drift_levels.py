@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+import pytest
 
 from harness import CacheView, canonical_bytes
 from harness.drift import compare
@@ -210,3 +211,91 @@ def test_nothing_past_the_first_differing_prompt_byte_is_kept() -> None:
     assert report.verdict == "tool_choice_changed"
     assert report.prefix_bytes_kept < len(b'"tools"')
     assert report.prefix_bytes_kept + report.prefix_bytes_lost == prompt(moved)
+
+
+def test_a_marker_whose_ttl_changed_is_named_for_its_ttl() -> None:
+    hour = {"type": "ephemeral", "ttl": "1h"}
+    b = anthropic(system=[{"type": "text", "text": "You are careful.", "cache_control": hour}])
+    report = compare(anthropic(), b)
+    assert (report.verdict, report.kind) == ("cache_ttl_changed", "cache-ttl")
+    assert report.pointer == "/system/0/cache_control/ttl"
+    assert report.invalidated == ("system", "messages")
+
+
+RESPONSES_URL = "https://api.openai.com/v1/responses"
+
+
+def conversation(
+    *texts: str, compacted: bool = False, instructions: str = "Be brief."
+) -> CacheView:
+    items: list[dict[str, Any]] = []
+    if compacted:
+        items.append({"type": "compaction", "encrypted_content": "gAAAA-summary"})
+    items += [{"role": "user", "content": [{"type": "input_text", "text": t}]} for t in texts]
+    body = {"model": "gpt-5.6", "instructions": instructions, "input": items}
+    split = split_request(body, url=RESPONSES_URL)
+    assert split is not None
+    return split.view
+
+
+def test_a_conversation_the_provider_compacted_is_named_so() -> None:
+    report = compare(conversation("q0"), conversation("q0", "q1", compacted=True))
+    assert (report.verdict, report.kind, report.invalidated) == (
+        "context_compacted",
+        "compaction",
+        ("input",),
+    )
+    # near misses: a compaction both requests hold is no news, an edit after it is an edit;
+    # and a change before the conversation is that change, compaction or not
+    report = compare(conversation("q0", compacted=True), conversation("q1", compacted=True))
+    assert (report.verdict, report.kind) == ("input_changed", "messages")
+    report = compare(
+        conversation("q0"), conversation("q0", compacted=True, instructions="Be long.")
+    )
+    assert (report.verdict, report.kind) == ("system_changed", "text")
+
+
+def tool(name: str, properties: dict[str, Any] | None = None) -> dict[str, Any]:
+    schema = {"type": "object", "properties": properties or {"path": {"type": "string"}}}
+    return {"name": name, "description": f"The {name} tool.", "input_schema": schema}
+
+
+def test_a_reorder_with_a_content_change_names_both_tools_and_the_moved_ones_plugin() -> None:
+    a = generic(tools=[tool("bash"), tool("grep"), tool("read_file")], system="s")
+    b = generic(tools=[tool("bash", {"x": {}}), tool("read_file"), tool("grep")], system="s")
+    report = compare(a, b, owners={"bash": "core", "read_file": "fs", "grep": "search"})
+    assert report.kind == "reorder-and-content"
+    # the tool where the bytes first differ, and the first one out of place with its plugin
+    assert (report.tool, report.pointer) == ("bash", "/tools/0/input_schema/properties")
+    assert report.provenance == 'plugin "fs"'
+    assert '("bash"); first out of place: "read_file" (registered by plugin "fs")' in (
+        report.summary
+    )
+
+
+def test_the_note_on_earlier_levels_some_models_lose_comes_with_the_settings_verdict_only() -> None:
+    thinking = {"type": "enabled", "budget_tokens": 2048}
+    report = compare(anthropic(), anthropic(thinking=thinking))
+    assert report.verdict == "thinking_changed"
+    assert any("on some models the tools cache" in note for note in report.notes)
+    # near miss: a system change before the thinking's level is the verdict; its loss is counted
+    # from the system on, and no note says it is counted from the messages
+    system = [{"type": "text", "text": "You are careless.", "cache_control": {"type": "ephemeral"}}]
+    report = compare(anthropic(), anthropic(thinking=thinking, system=system))
+    assert report.verdict == "system_changed"
+    assert not any("some models" in note for note in report.notes)
+
+
+def test_a_body_no_provider_recognises_is_compared_whole_and_says_so() -> None:
+    from harness import prove_stable
+    from harness.prove._run_diff import HeaderDrift
+
+    def build(order: list[str]) -> dict[str, Any]:
+        return {"messages": [{"role": "user", "content": "hi"}], "enabled": order}
+
+    with pytest.raises(HeaderDrift) as caught:  # the order reaches the body
+        prove_stable(build, ["a", "b", "c"], permutations=2)
+    report = caught.value.report
+    assert report is not None
+    assert (report.kind, report.block, report.invalidated) == ("opaque", "body", ("body",))
+    assert "no provider recognised this request" in " ".join(report.notes)
