@@ -160,8 +160,9 @@ def test_a_block_only_the_new_request_has_is_the_change_where_it_stands() -> Non
     assert report.prefix_bytes_kept < len(b'"tools"')  # the quote both prompts open with
 
 
-def gemini(system_key: str, text: str) -> CacheView:
+def gemini(system_key: str, text: str, tools: tuple[str, ...] = ("a", "b")) -> CacheView:
     body = {
+        "tools": [{"functionDeclarations": [{"name": name} for name in tools]}],
         system_key: {"parts": [{"text": text}]},
         "contents": [{"role": "user", "parts": [{"text": "hi"}]}],
     }
@@ -175,6 +176,9 @@ def test_a_level_with_two_names_is_reported_by_the_name_the_requests_use() -> No
         report = compare(gemini(key, "Be careful."), gemini(key, "Be careless."))
         assert report.verdict == "system_changed"
         assert report.invalidated == (key, "contents"), key
+        # a change before the level names it as the requests do too
+        report = compare(gemini(key, "s"), gemini(key, "s", tools=("b", "a")))
+        assert report.invalidated == ("tools", key, "contents"), key
 
 
 def test_a_retention_change_loses_nothing_for_certain() -> None:
