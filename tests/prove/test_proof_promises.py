@@ -5,12 +5,20 @@ blamed on the units' order, on the failure's first line."""
 
 from __future__ import annotations
 
+import os
+import warnings
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from harness.prove._run_diff import HeaderDrift
-from harness.prove._stable import make_prove_stable_fixture, orders_of, prove_stable
+from harness.prove._stable import (
+    PerturbationWarning,
+    make_prove_stable_fixture,
+    orders_of,
+    prove_stable,
+)
 
 NAMES = [f"tool_{n}" for n in range(8)]
 
@@ -68,3 +76,32 @@ def test_a_race_in_the_units_order_is_blamed_on_it_first() -> None:
         " (tool_0, tool_1, tool_2, tool_3 vs tool_3, tool_2, tool_1, tool_0)"
     )
     assert caught.value.seed == 5
+
+
+def test_a_folder_read_again_in_some_perturbed_runs_is_no_cache_warning(tmp_path: Path) -> None:
+    for name in ("beta", "alpha"):
+        (tmp_path / name).mkdir()
+    calls: list[int] = []
+
+    def build() -> dict[str, Any]:
+        calls.append(1)
+        if len(calls) % 2:  # the natural run and every other one list the folder
+            listed[:] = sorted(os.listdir(tmp_path))
+        return request(listed)
+
+    listed: list[str] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PerturbationWarning)
+        result = prove_stable(build, permutations=4)
+    assert not any("a cache?" in note for note in result.notes)
+    # near miss: listed in the first run only, a cache the proof could not perturb
+    calls.clear()
+    once: list[str] = []
+
+    def cached() -> dict[str, Any]:
+        if not once:
+            once[:] = sorted(os.listdir(tmp_path))
+        return request(once)
+
+    with pytest.warns(PerturbationWarning, match="folders in its first run only"):
+        prove_stable(cached, permutations=4)
