@@ -105,3 +105,10 @@ def test_a_folder_read_again_in_some_perturbed_runs_is_no_cache_warning(tmp_path
 
     with pytest.warns(PerturbationWarning, match="folders in its first run only"):
         prove_stable(cached, permutations=4)
+
+
+def test_a_build_named_module_colon_function_is_proved_in_process() -> None:
+    result = prove_stable(f"{__name__}:sorted_build", NAMES, permutations=2)
+    assert result.orders == [NAMES, NAMES[::-1]]
+    with pytest.raises(HeaderDrift):
+        prove_stable(f"{__name__}:racy_build", NAMES, permutations=2)
