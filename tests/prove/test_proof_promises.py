@@ -76,6 +76,11 @@ def test_a_race_in_the_units_order_is_blamed_on_it_first() -> None:
         " (tool_0, tool_1, tool_2, tool_3 vs tool_3, tool_2, tool_1, tool_0)"
     )
     assert caught.value.seed == 5
+    # the report's reproduce lines hold the seed and both orders
+    report = caught.value.report
+    assert report is not None and report.reproduce is not None
+    assert report.reproduce.seed == 5
+    assert report.reproduce.order_b == tuple(NAMES[:4][::-1])
 
 
 def test_a_folder_read_again_in_some_perturbed_runs_is_no_cache_warning(tmp_path: Path) -> None:
