@@ -117,3 +117,18 @@ def test_a_build_named_module_colon_function_is_proved_in_process() -> None:
     assert result.orders == [NAMES, NAMES[::-1]]
     with pytest.raises(HeaderDrift):
         prove_stable(f"{__name__}:racy_build", NAMES, permutations=2)
+
+
+def fixed_build() -> dict[str, Any]:
+    return request(NAMES)
+
+
+@pytest.mark.slow
+def test_a_count_of_hash_seeds_is_drawn_from_the_proofs_seed() -> None:
+    def drawn(seed: int) -> tuple[int, ...]:
+        build = f"{__name__}:fixed_build"
+        return prove_stable(build, permutations=1, hash_seeds=2, seed=seed).hash_seeds
+
+    first = drawn(1)
+    assert len(set(first)) == 2
+    assert drawn(1) == first and drawn(2) != first
