@@ -26,6 +26,7 @@ from harness._shared._errors import FixtureError, UsageError
 from harness._shared._files import read_checked
 from harness._shared._paths import CASSETTES, FIXTURES
 from harness._shared._secrets import REDACTED, Redaction
+from harness._shared._views import RequestSplit
 from harness.capture._captured import Captured, split_exchange
 from harness.capture._cassette import (
     CaptureFile,
@@ -183,19 +184,30 @@ def _is_cassette(path: Path) -> bool:
         return True  # it names the kind and does not decode: a damaged cassette
 
 
-def captured_of(exchanges: Sequence[Exchange]) -> list[Captured]:
+def captured_of(
+    exchanges: Sequence[Exchange], splits: Sequence[RequestSplit | None] | None = None
+) -> list[Captured]:
     """Recorded exchanges as the requests a session captured (what the gate walks). A body
     stored as JSON is held as its value, shared with the requests before it, never encoded
-    again: a long conversation's requests take memory linear in its length."""
-    return [_captured(number, exchange) for number, exchange in enumerate(exchanges, start=1)]
+    again: a long conversation's requests take memory linear in its length. `splits`: each
+    exchange's provider split of its JSON body, made already (`split_request` of the body,
+    its URL and headers: the rules' `LintRequest.split`), so it is not made twice."""
+    return [
+        _captured(number, exchange, splits[number - 1] if splits is not None else _UNSPLIT)
+        for number, exchange in enumerate(exchanges, start=1)
+    ]
 
 
-def _captured(number: int, exchange: Exchange) -> Captured:
+_UNSPLIT: Final[Any] = object()
+
+
+def _captured(number: int, exchange: Exchange, presplit: Any = _UNSPLIT) -> Captured:
     request = exchange.request
     value = request.json
     body = request.body if isinstance(value, msgspec.UnsetType) else b""
     held = () if isinstance(value, msgspec.UnsetType) else (value,)
-    split = split_exchange(request.method, request.url, request.headers, body, *held)
+    made = {} if presplit is _UNSPLIT else {"presplit": presplit}
+    split = split_exchange(request.method, request.url, request.headers, body, *held, **made)
     captured = Captured(
         number,
         request.method,
@@ -211,14 +223,30 @@ def _captured(number: int, exchange: Exchange) -> Captured:
     return captured
 
 
-def audit_cassette(path: Path | ReadCassette, redaction: Redaction | None = None) -> CassetteAudit:
+def audit_cassette(
+    path: Path | ReadCassette,
+    redaction: Redaction | None = None,
+    judged: Sequence[tuple[Sequence[RequestSplit | None], PrefixChain]] | None = None,
+) -> CassetteAudit:
     """Read `path` strictly (or take it as read), then check its redaction, secrets and prefix
-    chain."""
+    chain. `judged`: per conversation (the test's exchanges, then each prove_stable call's),
+    the provider split of each exchange's JSON body and the prefix chain judged over them
+    (`harness check`'s rules made both): a request is split once, and only a request that broke
+    there is judged again, for the audit's own report."""
     path, data, capture = path if isinstance(path, ReadCassette) else read_cassette(path)
     rules = redaction or Redaction()
-    chain = prefix_chain(captured_of(capture.exchanges))
-    for proof in capture.proofs:  # each prove_stable call's first build: a conversation of its own
-        chain.add(prefix_chain(captured_of(proof.exchanges)))
+    chain = PrefixChain()
+    conversations = [capture.exchanges, *(proof.exchanges for proof in capture.proofs)]
+    for number, exchanges in enumerate(conversations):
+        # each prove_stable call's first build: a conversation of its own
+        if judged is None:
+            chain.add(prefix_chain(captured_of(exchanges)))
+            continue
+        splits, earlier = judged[number]
+        captured = captured_of(exchanges, splits)
+        same = all(c.split is s for c, s in zip(captured, splits, strict=True))
+        broke = {item.index for item in (*earlier.breaks, *earlier.warnings)}
+        chain.add(prefix_chain(captured, only=broke if same else None))
     audit = CassetteAudit(path, capture, chain)
     audit.problems += _unredacted(capture, rules)
     audit.problems += [f"holds {finding.describe()}" for finding in rules.scan(data)]

@@ -135,12 +135,16 @@ def cmd_check(args: argparse.Namespace) -> int:
     fixtures, cassettes = _targets(args.paths)
     with project_policy(args) as policy:
         checks = _check_all(fixtures, args.shuffle, args.seed)
-        # Each cassette is read and decoded once; its sessions are analysed once and shared by
-        # the rules and the cost model's agreement.
+        # Each cassette is read and decoded once, and each request split once; its sessions are
+        # analysed once and shared by the audit, the rules and the cost model's agreement.
         reads = [read_cassette(path) for path in cassettes]
-        audits = [audit_cassette(read) for read in reads]
-        sessions = [s for read in reads for s in cassette_sessions(read.path, read.capture)]
-        del reads
+        per_read = [cassette_sessions(read.path, read.capture) for read in reads]
+        audits = [
+            audit_cassette(read, judged=[([r.split for r in s.requests], s.chain) for s in each])
+            for read, each in zip(reads, per_read, strict=True)
+        ]
+        sessions = [s for each in per_read for s in each]
+        del reads, per_read
         found = check_findings(sessions, policy)
         agreements = agreement_by_provider(cassettes, sessions) if cassettes else {}
     failed = [check for check in checks if not check.ok]
