@@ -138,7 +138,7 @@ def test_the_audit_says_what_it_says_alone(
     def judging_every_link(path: Any, redaction: Any = None, judged: Any = None) -> Any:
         return alone(path, redaction)
 
-    monkeypatch.setattr("harness.cli._commands.audit_cassette", judging_every_link)
+    monkeypatch.setattr("harness.cli._check.audit_cassette", judging_every_link)
     assert main(["check", "--shuffle", "0", "--format", "json"]) == code == 1
     assert capsys.readouterr().out == shared
     assert shared.count("system_changed") >= 1 and "model_changed" in shared
