@@ -13,8 +13,7 @@ the rules live above this wing) what the request caches under the rules.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -22,9 +21,7 @@ from typing import Any, Final
 import msgspec
 
 from harness._shared._body_text import response_events
-from harness._shared._errors import FixtureError, UsageError
-from harness._shared._files import read_checked
-from harness._shared._paths import CASSETTES, FIXTURES
+from harness._shared._errors import UsageError
 from harness._shared._secrets import REDACTED, Redaction
 from harness._shared._views import RequestSplit
 from harness.capture._captured import Captured, split_exchange
@@ -35,6 +32,7 @@ from harness.capture._cassette import (
     ReadCassette,
     read_cassette,
 )
+from harness.capture._found import find_cassettes, request_of
 from harness.capture._prefix import CONVERSATION_BLOCKS, PrefixBreak, PrefixChain, prefix_chain
 from harness.drift._tools import diff_tools
 from harness.providers import cache_usage
@@ -48,20 +46,6 @@ __all__ = [
     "summary_lines",
     "whole_requests",
 ]
-
-_KIND: Final = b'"harness/capture"'
-_SKIPPED_FOLDERS: Final = frozenset(
-    {
-        ".git",
-        ".venv",
-        "venv",
-        "node_modules",
-        "__pycache__",
-        ".tox",
-        ".pytest_cache",
-        "site-packages",
-    }
-)
 
 
 @dataclass
@@ -97,91 +81,6 @@ class CassetteAudit:
         if self.stale:
             return f"ok ({requests} requests; moves_header is stale: nothing moved)"
         return f"ok ({requests} requests)"
-
-
-def find_cassettes(paths: Iterable[Path]) -> list[Path]:
-    """Every cassette at or under `paths`, sorted (hidden and virtualenv folders skipped).
-
-    Under a cassettes folder (`<fixtures>/cassettes`: a folder named `cassettes` that is one of
-    `paths`, lies right under one, or lies in a folder named `fixtures`) every file but a hidden
-    one (`.gitkeep`, an interrupted write's `.name.XXXX.tmp`) is a cassette: reading it either
-    checks it or refuses it in one line, so nothing there is skipped silently (a folder that
-    cannot be listed, or a link to a folder, is refused too). Elsewhere, a `.json` file is a
-    cassette when its `kind` says so, wherever the key is (`jq -S` sorts it last); vcrpy's and
-    pytest-recording's `tests/cassettes/` are left alone.
-    """
-    found: set[Path] = set()
-    for path in paths:
-        if path.is_file():
-            if _is_cassette(path) or _in_cassettes_folder(path.parent, path.parent):
-                found.add(path)
-            continue
-        for folder, folders, files in os.walk(path, onerror=_unlistable(path)):
-            here = Path(folder)
-            strict = _in_cassettes_folder(here, path)
-            if strict:
-                for name in folders:
-                    if (here / name).is_symlink():
-                        raise FixtureError(
-                            here / name,
-                            "is a link to a folder under the cassettes folder",
-                            "the harness follows no link there: move the cassettes in",
-                        )
-            folders[:] = sorted(
-                name
-                for name in folders
-                if name not in _SKIPPED_FOLDERS and not name.startswith(".")
-            )
-            for name in files:
-                candidate = here / name
-                hidden = name.startswith(".")
-                # under a cassettes folder: checked, or refused in one line; elsewhere by kind
-                if (strict and not hidden) or (name.endswith(".json") and _is_cassette(candidate)):
-                    found.add(candidate)
-    return sorted(found)
-
-
-def _in_cassettes_folder(folder: Path, root: Path) -> bool:
-    """Whether `folder` is (or lies in) the cassettes folder of a fixtures folder."""
-    for place in (folder, *folder.parents):
-        if place.name == CASSETTES and (
-            place == root or place.parent == root or place.parent.name == FIXTURES
-        ):
-            return True
-        if place == root:
-            return False
-    return False
-
-
-def _unlistable(root: Path) -> Callable[[OSError], None]:
-    def raised(error: OSError) -> None:
-        where = Path(error.filename) if error.filename else root
-        if _in_cassettes_folder(where, root):
-            raise FixtureError(where, f"cannot be listed: {error.strerror}", "fix its permissions")
-
-    return raised
-
-
-class _Kind(msgspec.Struct):
-    kind: Any = msgspec.UNSET
-
-
-def _is_cassette(path: Path) -> bool:
-    """Whether `path` says it is a cassette: its `kind`, wherever the key is; a file that is no
-    JSON but names the kind (a cassette cut short) is one too, for the audit to refuse. Only
-    regular files are opened (a FIFO would block, a link to a device never ends)."""
-    if not path.is_file():
-        return False
-    try:
-        data = read_checked(path)
-    except FixtureError:
-        return False
-    if _KIND not in data:
-        return False
-    try:
-        return bool(msgspec.json.decode(data, type=_Kind).kind == "harness/capture")
-    except (msgspec.DecodeError, RecursionError):
-        return True  # it names the kind and does not decode: a damaged cassette
 
 
 def captured_of(
@@ -401,18 +300,3 @@ def _response_values(exchange: Exchange) -> Iterator[Any]:
 
 def _member(value: Any, key: str) -> Any:
     return value.get(key) if isinstance(value, dict) else None
-
-
-def request_of(value: Any) -> HttpRequest | None:
-    """A recorded request as a JSON value (`{"method", "url", "json"}`, or `"text"` for a spaced
-    body), if `value` is one."""
-    if (
-        isinstance(value, dict)
-        and {"method", "url"} <= set(value)
-        and {"json", "text"} & set(value)
-    ):
-        try:
-            return msgspec.convert(value, HttpRequest)
-        except msgspec.ValidationError:
-            return None
-    return None

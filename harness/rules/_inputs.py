@@ -31,8 +31,8 @@ from harness._shared._errors import FixtureError
 from harness._shared._files import read_checked, with_position
 from harness.cache._analysis import LintRequest
 from harness.cache._timing import Timing
-from harness.capture._audit import find_cassettes, request_of
 from harness.capture._cassette import CaptureFile, Exchange, load_cassette
+from harness.capture._found import find_cassettes, request_of
 from harness.rules._engine import Session
 
 __all__ = ["cassette_sessions", "requests_of_exchanges", "sessions_of"]
