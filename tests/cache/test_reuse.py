@@ -89,3 +89,28 @@ def test_a_message_moved_to_another_place_is_laid_out_at_its_place(
         found = json.loads(capsys.readouterr().out)["findings"]
         pointers = {f["pointer"] for f in found if f["rule"] == "below-minimum"}
         assert pointers == {f"/messages/{where}/content/0"}, found
+
+
+def test_a_header_one_byte_apart_is_scanned_for_volatile_values_on_its_own_bytes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`volatile-in-prefix` keeps each unit's scan by its bytes: in one process, a system prompt
+    whose timestamp moved by a second is quoted as it is now, and a Unix time one byte from a
+    number no clock reads (1212345678: 1998) is silent."""
+
+    def quoted(system: str) -> list[str]:
+        body = turn("hi")
+        body["system"] = system
+        path = tmp_path / "request.json"
+        path.write_text(json.dumps({"url": ANTHROPIC_URL, "body": body}), encoding="utf-8")
+        main(["lint", str(path), "--format", "json"])
+        findings = json.loads(capsys.readouterr().out)["findings"]
+        return [f["message"] for f in findings if f["rule"] == "volatile-in-prefix"]
+
+    first = quoted("You are terse. Built 2026-12-01T10:00:00Z.")
+    assert len(first) == 1 and "2026-12-01T10:00:00Z" in first[0]
+    moved = quoted("You are terse. Built 2026-12-01T10:00:01Z.")
+    assert len(moved) == 1 and "2026-12-01T10:00:01Z" in moved[0]
+    epoch = quoted("You are terse. Build 1712345678.")
+    assert len(epoch) == 1 and "1712345678" in epoch[0]
+    assert quoted("You are terse. Build 1212345678.") == []  # one byte apart: no clock's
