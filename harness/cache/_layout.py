@@ -22,7 +22,11 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import accumulate
+from operator import attrgetter
 from typing import Any, Final, NamedTuple
+
+import msgspec
 
 from harness._shared._reasons import GENERIC, Vocabulary, vocabulary_for
 from harness._shared._views import RequestSplit, encode_json
@@ -47,6 +51,9 @@ class Unit(NamedTuple):
     kind: str = ""  # the block's `type` (`text`, `tool_use`...) where it names one
 
 
+_SIZE: Final = attrgetter("size")
+
+
 class Mark(NamedTuple):
     """A breakpoint after `after` units (a boundary), its time to live if it names one, where its
     marker is, and whether it is the top-level automatic one."""
@@ -68,26 +75,34 @@ class Layout:
     # settings that key the cache from a later level on (Anthropic's tool_choice: the messages;
     # speed: the system), by the rank of that level (`rank`): folded in before its first unit
     late: tuple[tuple[int, bytes], ...] = ()
-    _digests: list[bytes] = field(default_factory=list)
+    _digests: list[bytes] = field(default_factory=list, compare=False, repr=False)
     _sizes: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        running = hashlib.sha256(self.settings).digest()
-        self._digests = [running]
-        self._sizes = [0]
-        pending = sorted(self.late)
-        total = 0
-        for unit in self.units:
-            while pending and rank(unit.block) >= pending[0][0]:
-                running = hashlib.sha256(running + pending.pop(0)[1]).digest()
-            running = hashlib.sha256(running + unit.text).digest()
-            total += unit.size
-            self._digests.append(running)
-            self._sizes.append(total)
+        self._sizes = list(accumulate(map(_SIZE, self.units), initial=0))
 
     def digest(self, boundary: int) -> bytes:
-        """The digest of the settings and the first `boundary` units."""
+        """The digest of the settings and the first `boundary` units (made on the first ask: a
+        request that writes and reads no cache entry needs none)."""
+        if not self._digests:
+            self._digests = self._chain()
         return self._digests[min(max(boundary, 0), len(self.units))]
+
+    def _chain(self) -> list[bytes]:
+        running = hashlib.sha256(self.settings).digest()
+        digests = [running]
+        pending = sorted(self.late)
+        ranks: dict[str, int] = {}
+        for unit in self.units:
+            if pending:
+                at = ranks.get(unit.block)
+                if at is None:
+                    at = ranks[unit.block] = rank(unit.block)
+                while pending and at >= pending[0][0]:
+                    running = hashlib.sha256(running + pending.pop(0)[1]).digest()
+            running = _chained(running, unit.text)
+            digests.append(running)
+        return digests
 
     def size(self, boundary: int) -> int:
         """The bytes of the first `boundary` units (what a prefix's tokens are estimated from)."""
@@ -141,20 +156,14 @@ def layout(
     provider = provider_named(split.provider)
     longhand = provider.shorthand if provider is not None else _no_shorthand
     for name, value in split.view.blocks.items():
-        # Every request of a conversation repeats its tools and system: a block whose bytes were
-        # laid out before is taken as it was (its units are immutable), not walked again.
-        if name in CONVERSATION:  # a conversation's block differs in every request
-            block = _block(name, value, keys, needles, longhand)
-        else:
-            seen = (provider, keys, name, encode_json(value))
-            block = _blocks.get(seen) or _remember(
-                seen, _block(name, value, keys, needles, longhand)
-            )
-        found_units, found_marks, found_count = block
-        offset = len(units)
-        units += found_units
-        marks += [mark._replace(after=mark.after + offset) for mark in found_marks]
-        count += found_count
+        for found_units, found_marks, found_count in _pieces(
+            name, value, (provider, keys), needles, longhand
+        ):
+            if found_marks:
+                offset = len(units)
+                marks += [mark._replace(after=mark.after + offset) for mark in found_marks]
+            units += found_units
+            count += found_count
     vocabulary = vocabulary or vocabulary_for(split.provider)
     settings = split.view.settings
     by_rank: dict[int, dict[str, Any]] = {}
@@ -169,10 +178,47 @@ def layout(
     return Layout(units, marks, encode_json(early), count, late=late)
 
 
+# -- what was laid out before ---------------------------------------------------------------------
+#
+# A conversation's requests repeat each other: the tools and system whole, and every message but
+# the newest. A block (a message, for a conversation) is laid out from its JSON bytes, so the
+# bytes are the key: the same bytes at the same place under the same provider and marker keys
+# are the same units, whatever Python values spelt them (a tuple sent as a JSON array is that
+# array). Units are immutable; a piece is taken as it was.
+
 _Block = tuple[tuple[Unit, ...], tuple[Mark, ...], int]
-_Seen = tuple[object, tuple[str, ...], str, bytes]  # the provider (its shorthand), keys, block
+_Scope = tuple[object, tuple[str, ...]]  # the provider (its shorthand) and the marker keys
+_Seen = tuple[_Scope, str, int, bytes]  # the scope, the block, the message's place (-1: whole)
 _blocks: dict[_Seen, _Block] = {}
-_MAX_BLOCKS: Final = 256
+_MAX_BLOCKS: Final = 4096
+_decode: Final = msgspec.json.decode
+
+
+def _pieces(
+    name: str,
+    value: Any,
+    scope: _Scope,
+    needles: tuple[bytes, ...],
+    longhand: Callable[[Any], Any],
+) -> Iterator[_Block]:
+    """The block's units in pieces: a conversation's list message by message, any other block
+    whole, each taken from what was laid out before when its bytes were."""
+    keys = scope[1]
+    if name in CONVERSATION and type(value) is list:
+        for index, item in enumerate(value):
+            seen = (scope, name, index, encode_json(item))
+            found = _blocks.get(seen)
+            if found is None:
+                plain = _decode(seen[3])
+                found = _remember(seen, _piece(_item(name, index, plain, longhand), keys, needles))
+            yield found
+        return
+    seen = (scope, name, -1, encode_json(value))
+    found = _blocks.get(seen)
+    if found is None:
+        plain = _decode(seen[3])
+        found = _remember(seen, _piece(_items(name, plain, longhand), keys, needles))
+    yield found
 
 
 def _remember(key: _Seen, block: _Block) -> _Block:
@@ -182,20 +228,34 @@ def _remember(key: _Seen, block: _Block) -> _Block:
     return block
 
 
-def _block(
-    name: str,
-    value: Any,
+_chain: dict[tuple[bytes, bytes], bytes] = {}
+_MAX_CHAIN: Final = 65_536
+
+
+def _chained(running: bytes, text: bytes) -> bytes:
+    """`sha256(running + text)`: a unit's running digest, remembered by the digest before it and
+    the unit's bytes (every request of a conversation repeats the same chain up to its newest
+    turn)."""
+    key = (running, text)
+    found = _chain.get(key)
+    if found is None:
+        if len(_chain) >= _MAX_CHAIN:
+            _chain.clear()
+        found = _chain[key] = hashlib.sha256(running + text).digest()
+    return found
+
+
+def _piece(
+    items: Iterator[tuple[str, str, Any, Any]],
     keys: tuple[str, ...],
     needles: tuple[bytes, ...],
-    longhand: Callable[[Any], Any],
 ) -> _Block:
-    """The units of one block, the marks among them (`after` counted from the block's start)
-    and how many markers it holds."""
+    """The units of some items of one block, the marks among them (`after` counted from the
+    first of them) and how many markers they hold."""
     units: list[Unit] = []
     marks: list[Mark] = []
     count = 0
-    conversation = name in CONVERSATION
-    for pointer, item, holder in _items(name, value, longhand):
+    for block, pointer, item, holder in items:
         text = encode_json(item)
         found: list[str | None] = []
         if _may_mark(text, needles):
@@ -218,9 +278,9 @@ def _block(
         units.append(
             Unit(
                 pointer,
-                name,
+                block,
                 len(text),
-                conversation,
+                block in CONVERSATION,
                 digest,
                 kind if isinstance(kind, str) else "",
             )
@@ -255,30 +315,37 @@ def _no_shorthand(value: Any) -> Any:
 
 def _items(
     name: str, value: Any, longhand: Callable[[Any], Any] = _no_shorthand
-) -> Iterator[tuple[str, Any, Any]]:
-    """`(pointer, item, holder)` for every unit of a block; `holder` is the message (less its
-    content) around a message's first content block, else None. `longhand` gives a shorthand's
-    long form (a string content's one text block)."""
+) -> Iterator[tuple[str, str, Any, Any]]:
+    """`(block, pointer, item, holder)` for every unit of a block; `holder` is the message (less
+    its content) around a message's first content block, else None. `longhand` gives a
+    shorthand's long form (a string content's one text block)."""
     base = "/" + name
     if not isinstance(value, list | dict):
         long = longhand(value)
         value = long if isinstance(long, list) else value
     if isinstance(value, list):
         for index, item in enumerate(value):
-            inner = _inner(item, longhand)
-            if inner is None:
-                yield f"{base}/{index}", item, None
-            else:
-                key, parts = inner
-                holder = {k: v for k, v in item.items() if k != key}
-                for position, part in enumerate(parts):
-                    yield f"{base}/{index}/{key}/{position}", part, holder if not position else None
+            yield from _item(name, index, item, longhand)
     elif isinstance(value, dict) and _inner(value) is not None:
         key, parts = _inner(value) or ("", [])
         for position, part in enumerate(parts):
-            yield f"{base}/{key}/{position}", part, None
+            yield name, f"{base}/{key}/{position}", part, None
     else:
-        yield base, value, None
+        yield name, base, value, None
+
+
+def _item(
+    name: str, index: int, item: Any, longhand: Callable[[Any], Any] = _no_shorthand
+) -> Iterator[tuple[str, str, Any, Any]]:
+    """The units of item `index` of a block that is a list (a message of a conversation)."""
+    inner = _inner(item, longhand)
+    if inner is None:
+        yield name, f"/{name}/{index}", item, None
+        return
+    key, parts = inner
+    holder = {k: v for k, v in item.items() if k != key}
+    for position, part in enumerate(parts):
+        yield name, f"/{name}/{index}/{key}/{position}", part, holder if not position else None
 
 
 def _inner(

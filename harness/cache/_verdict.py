@@ -37,7 +37,7 @@ from typing import Final, NamedTuple
 
 import msgspec
 
-from harness._shared._views import OPAQUE, CacheView, RequestSplit, prompt_size
+from harness._shared._views import OPAQUE, CacheView, RequestSplit, encode_json, prompt_size
 from harness.cache._analysis import Analysis, analyse, scope_of
 from harness.cache._extends import cut_like, opaque_cut, strip_pair
 from harness.cache._links import CONVERSATION_BLOCKS, Link, link_of
@@ -132,11 +132,17 @@ def judge(a: Link, b: Link, *, labels: tuple[str, str] | None = None) -> Judged 
 
 
 def _same(prefix: CacheView, candidate: CacheView) -> bool:
-    """Whether the two encode alike (the common case: checked before any report is made)."""
-    return (
-        msgspec.json.encode(prefix.settings) == msgspec.json.encode(candidate.settings)
-        and list(prefix.blocks) == list(candidate.blocks)
-        and msgspec.json.encode(prefix.blocks) == msgspec.json.encode(candidate.blocks)
+    """Whether the two encode alike (the common case: checked before any report is made). Two
+    views of the same block names encode alike exactly when each block does (a JSON value ends
+    where its encoding says), and one value encodes as itself: a block both views hold as the
+    same object (a conversation's requests share their unchanged parts) is not encoded."""
+    if list(prefix.blocks) != list(candidate.blocks):
+        return False
+    if encode_json(prefix.settings) != encode_json(candidate.settings):
+        return False
+    return all(
+        value is other or encode_json(value) == encode_json(other)
+        for value, other in zip(prefix.blocks.values(), candidate.blocks.values(), strict=True)
     )
 
 

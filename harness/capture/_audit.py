@@ -13,8 +13,7 @@ the rules live above this wing) what the request caches under the rules.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -22,10 +21,9 @@ from typing import Any, Final
 import msgspec
 
 from harness._shared._body_text import response_events
-from harness._shared._errors import FixtureError, UsageError
-from harness._shared._files import read_checked
-from harness._shared._paths import CASSETTES, FIXTURES
+from harness._shared._errors import UsageError
 from harness._shared._secrets import REDACTED, Redaction
+from harness._shared._views import RequestSplit
 from harness.capture._captured import Captured, split_exchange
 from harness.capture._cassette import (
     CaptureFile,
@@ -34,6 +32,7 @@ from harness.capture._cassette import (
     ReadCassette,
     read_cassette,
 )
+from harness.capture._found import find_cassettes, request_of
 from harness.capture._judged import refuse_bodiless
 from harness.capture._prefix import CONVERSATION_BLOCKS, PrefixBreak, PrefixChain, prefix_chain
 from harness.drift._tools import diff_tools
@@ -48,20 +47,6 @@ __all__ = [
     "summary_lines",
     "whole_requests",
 ]
-
-_KIND: Final = b'"harness/capture"'
-_SKIPPED_FOLDERS: Final = frozenset(
-    {
-        ".git",
-        ".venv",
-        "venv",
-        "node_modules",
-        "__pycache__",
-        ".tox",
-        ".pytest_cache",
-        "site-packages",
-    }
-)
 
 
 @dataclass
@@ -99,104 +84,30 @@ class CassetteAudit:
         return f"ok ({requests} requests)"
 
 
-def find_cassettes(paths: Iterable[Path]) -> list[Path]:
-    """Every cassette at or under `paths`, sorted (hidden and virtualenv folders skipped).
-
-    Under a cassettes folder (`<fixtures>/cassettes`: a folder named `cassettes` that is one of
-    `paths`, lies right under one, or lies in a folder named `fixtures`) every file but a hidden
-    one (`.gitkeep`, an interrupted write's `.name.XXXX.tmp`) is a cassette: reading it either
-    checks it or refuses it in one line, so nothing there is skipped silently (a folder that
-    cannot be listed, or a link to a folder, is refused too). Elsewhere, a `.json` file is a
-    cassette when its `kind` says so, wherever the key is (`jq -S` sorts it last); vcrpy's and
-    pytest-recording's `tests/cassettes/` are left alone.
-    """
-    found: set[Path] = set()
-    for path in paths:
-        if path.is_file():
-            if _is_cassette(path) or _in_cassettes_folder(path.parent, path.parent):
-                found.add(path)
-            continue
-        for folder, folders, files in os.walk(path, onerror=_unlistable(path)):
-            here = Path(folder)
-            strict = _in_cassettes_folder(here, path)
-            if strict:
-                for name in folders:
-                    if (here / name).is_symlink():
-                        raise FixtureError(
-                            here / name,
-                            "is a link to a folder under the cassettes folder",
-                            "the harness follows no link there: move the cassettes in",
-                        )
-            folders[:] = sorted(
-                name
-                for name in folders
-                if name not in _SKIPPED_FOLDERS and not name.startswith(".")
-            )
-            for name in files:
-                candidate = here / name
-                hidden = name.startswith(".")
-                # under a cassettes folder: checked, or refused in one line; elsewhere by kind
-                if (strict and not hidden) or (name.endswith(".json") and _is_cassette(candidate)):
-                    found.add(candidate)
-    return sorted(found)
-
-
-def _in_cassettes_folder(folder: Path, root: Path) -> bool:
-    """Whether `folder` is (or lies in) the cassettes folder of a fixtures folder."""
-    for place in (folder, *folder.parents):
-        if place.name == CASSETTES and (
-            place == root or place.parent == root or place.parent.name == FIXTURES
-        ):
-            return True
-        if place == root:
-            return False
-    return False
-
-
-def _unlistable(root: Path) -> Callable[[OSError], None]:
-    def raised(error: OSError) -> None:
-        where = Path(error.filename) if error.filename else root
-        if _in_cassettes_folder(where, root):
-            raise FixtureError(where, f"cannot be listed: {error.strerror}", "fix its permissions")
-
-    return raised
-
-
-class _Kind(msgspec.Struct):
-    kind: Any = msgspec.UNSET
-
-
-def _is_cassette(path: Path) -> bool:
-    """Whether `path` says it is a cassette: its `kind`, wherever the key is; a file that is no
-    JSON but names the kind (a cassette cut short) is one too, for the audit to refuse. Only
-    regular files are opened (a FIFO would block, a link to a device never ends)."""
-    if not path.is_file():
-        return False
-    try:
-        data = read_checked(path)
-    except FixtureError:
-        return False
-    if _KIND not in data:
-        return False
-    try:
-        return bool(msgspec.json.decode(data, type=_Kind).kind == "harness/capture")
-    except (msgspec.DecodeError, RecursionError):
-        return True  # it names the kind and does not decode: a damaged cassette
-
-
-def captured_of(exchanges: Sequence[Exchange]) -> list[Captured]:
+def captured_of(
+    exchanges: Sequence[Exchange], splits: Sequence[RequestSplit | None] | None = None
+) -> list[Captured]:
     """Recorded exchanges as the requests a session captured (what the gate walks). A body
     stored as JSON is held as its value, shared with the requests before it, never encoded
-    again: a long conversation's requests take memory linear in its length."""
-    return [_captured(number, exchange) for number, exchange in enumerate(exchanges, start=1)]
+    again: a long conversation's requests take memory linear in its length. `splits`: each
+    exchange's provider split of its JSON body, made already (`split_request` of the body,
+    its URL and headers: the rules' `LintRequest.split`), so it is not made twice."""
+    return [
+        _captured(number, exchange, splits[number - 1] if splits is not None else _UNSPLIT)
+        for number, exchange in enumerate(exchanges, start=1)
+    ]
 
 
-def _captured(number: int, exchange: Exchange) -> Captured:
+_UNSPLIT: Final[Any] = object()
+
+
+def _captured(number: int, exchange: Exchange, presplit: Any = _UNSPLIT) -> Captured:
     request = exchange.request
     value = request.json
     body = request.body if isinstance(value, msgspec.UnsetType) else b""
     held = () if isinstance(value, msgspec.UnsetType) else (value,)
-    split = split_exchange(request.method, request.url, request.headers, body, *held)
+    made = {} if presplit is _UNSPLIT else {"presplit": presplit}
+    split = split_exchange(request.method, request.url, request.headers, body, *held, **made)
     captured = Captured(
         number,
         request.method,
@@ -212,15 +123,31 @@ def _captured(number: int, exchange: Exchange) -> Captured:
     return captured
 
 
-def audit_cassette(path: Path | ReadCassette, redaction: Redaction | None = None) -> CassetteAudit:
+def audit_cassette(
+    path: Path | ReadCassette,
+    redaction: Redaction | None = None,
+    judged: Sequence[tuple[Sequence[RequestSplit | None], PrefixChain]] | None = None,
+) -> CassetteAudit:
     """Read `path` strictly (or take it as read), then check its redaction, secrets and prefix
-    chain."""
+    chain. `judged`: per conversation (the test's exchanges, then each prove_stable call's),
+    the provider split of each exchange's JSON body and the prefix chain judged over them
+    (`harness check`'s rules made both): a request is split once, and only a request that broke
+    there is judged again, for the audit's own report."""
     path, data, capture = path if isinstance(path, ReadCassette) else read_cassette(path)
     refuse_bodiless(path, capture)  # nothing to judge is no pass
     rules = redaction or Redaction()
-    chain = prefix_chain(captured_of(capture.exchanges))
-    for proof in capture.proofs:  # each prove_stable call's first build: a conversation of its own
-        chain.add(prefix_chain(captured_of(proof.exchanges)))
+    chain = PrefixChain()
+    conversations = [capture.exchanges, *(proof.exchanges for proof in capture.proofs)]
+    for number, exchanges in enumerate(conversations):
+        # each prove_stable call's first build: a conversation of its own
+        if judged is None:
+            chain.add(prefix_chain(captured_of(exchanges)))
+            continue
+        splits, earlier = judged[number]
+        captured = captured_of(exchanges, splits)
+        same = all(c.split is s for c, s in zip(captured, splits, strict=True))
+        broke = {item.index for item in (*earlier.breaks, *earlier.warnings)}
+        chain.add(prefix_chain(captured, only=broke if same else None))
     audit = CassetteAudit(path, capture, chain)
     audit.problems += _unredacted(capture, rules)
     audit.problems += [f"holds {finding.describe()}" for finding in rules.scan(data)]
@@ -377,22 +304,3 @@ def _response_values(exchange: Exchange) -> Iterator[Any]:
 
 def _member(value: Any, key: str) -> Any:
     return value.get(key) if isinstance(value, dict) else None
-
-
-_REQUEST_FIELDS: Final = tuple(f.encode_name for f in msgspec.structs.fields(HttpRequest))
-
-
-def request_of(value: Any) -> HttpRequest | None:
-    """A recorded request as a JSON value (`{"method", "url", "json"}`, or `"text"` for a spaced
-    body), if `value` is one."""
-    if (
-        isinstance(value, dict)
-        and {"method", "url"} <= set(value)
-        and {"json", "text"} & set(value)
-    ):
-        fields = {key: value[key] for key in _REQUEST_FIELDS if key in value}  # a log's extras
-        try:
-            return msgspec.convert(fields, HttpRequest)
-        except msgspec.ValidationError:
-            return None
-    return None

@@ -160,12 +160,16 @@ def split_exchange(
     headers: Sequence[tuple[str, str]],
     body: bytes,
     decoded: Any = _NOT_HELD,
+    *,
+    presplit: Any = _NOT_HELD,
 ) -> RequestSplit | None:
     """The cache split of a POST as sent (None for another method, no body, or an endpoint that
     caches nothing: token counting, files...): its provider's, or, when no provider claims it,
     the whole body as opaque bytes (`_opaque`), still gated. `decoded` is the body already
     decoded, when the caller has it (None: it is not JSON); then `body` may be left empty when
-    `decoded` encodes to exactly the bytes."""
+    `decoded` encodes to exactly the bytes. `presplit` is `split_request(decoded, url=url,
+    headers=headers)` when the caller made it already (`harness check` splits each recorded
+    request once for the audit and the rules)."""
     if method.upper() != "POST" or non_cache_endpoint(method, url) is not None:
         return None
     if decoded is _NOT_HELD:
@@ -175,13 +179,14 @@ def split_exchange(
             decoded = msgspec.json.decode(body)
         except msgspec.DecodeError:
             decoded = None
-    elif not body:
-        if decoded is None:
-            return None  # no body at all
-        body = _encode(decoded)  # only an opaque split reads the bytes
+    elif not body and decoded is None:
+        return None  # no body at all
     if decoded is None:
         return opaque_split(body) if prompt_like(headers) else None
-    split = split_request(decoded, url=url, headers=headers) if isinstance(decoded, dict) else None
+    split = None
+    if isinstance(decoded, dict):
+        made = presplit is not _NOT_HELD
+        split = presplit if made else split_request(decoded, url=url, headers=headers)
     if split is None and prompt_like(headers):
-        return opaque_split(body)
+        return opaque_split(body or _encode(decoded))  # only an opaque split reads the bytes
     return split

@@ -19,7 +19,7 @@ failure.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol, runtime_checkable
 
@@ -157,12 +157,15 @@ class PrefixChain:
         self.unrecognised += other.unrecognised
 
 
-def prefix_chain(items: Sequence[Any]) -> PrefixChain:
+def prefix_chain(items: Sequence[Any], *, only: Collection[int] | None = None) -> PrefixChain:
     """Judge every request against the one it continues, per endpoint (see the module doc).
 
     `items` are captured requests, `LintRequest`s, `RequestSplit`s, `CacheView`s (taken as
     exact-prefix, the whole view being the prefix) or request bodies; requests no provider
-    recognises are counted, not judged.
+    recognises are counted, not judged. `only`: the numbers of the requests to judge, where the
+    caller knows every other one keeps its prefix (`harness check` judged the same requests,
+    split alike, for the rules: whether a request breaks depends on its split and the one it
+    continues, not on what it was answered); each is counted as judged all the same.
     """
     chain = PrefixChain()
     for link, previous in walk(items):
@@ -173,6 +176,8 @@ def prefix_chain(items: Sequence[Any]) -> PrefixChain:
         if previous is None:
             continue
         chain.judged[link.split.provider] += 1
+        if only is not None and link.number not in only:
+            continue
         found = judge(previous, link)
         if found is None:
             continue

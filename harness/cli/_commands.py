@@ -19,44 +19,34 @@ from harness._shared._errors import (
     SecretLeak,
 )
 from harness._shared._files import write_atomic, write_files
-from harness._shared._formats import code, text
 from harness._shared._paths import (
     FIXTURES,
+    find_fixtures,
     pins_root,
     project_fixtures,
     refuse_link_out,
     refuse_linked_folder,
 )
-from harness._shared._printer import annotation, write_step_summary
 from harness._shared._secrets import Redaction
 from harness.capture._audit import (
-    CassetteAudit,
-    audit_cassette,
-    find_cassettes,
     summary_lines,
     whole_requests,
 )
-from harness.capture._cassette import CASSETTE_FORMAT, load_cassette, read_cassette
-from harness.capture._prefix import PrefixChain
+from harness.capture._cassette import CASSETTE_FORMAT, load_cassette
 from harness.capture._writing import encode_cassette
+from harness.cli._check import check_all, print_findings, targets
 from harness.cli._diff import diff_files
-from harness.cli._lint import caches, check_findings, project_policy, rules_markdown
-from harness.cli._output import out, out_json, print_command
-from harness.cost._read import agreement_by_provider
-from harness.rules._engine import Finding as RuleFinding
-from harness.rules._inputs import cassette_sessions
+from harness.cli._lint import caches, project_policy
+from harness.cli._output import out, out_json
 from harness.scenarios._check import (
-    ScenarioCheck,
-    check_fixture,
-    markdown_table,
     recording_files_of,
     refuse_second_owner,
     text_table,
 )
 from harness.scenarios._demo import demo_source
-from harness.scenarios._formats import Fixture, RecordedRequestHeader, find_fixtures, load_fixture
+from harness.scenarios._formats import Fixture, RecordedRequestHeader, load_fixture
 from harness.scenarios._record import recording_files
-from harness.scenarios._replay import Finding, replay_fixture, verdict
+from harness.scenarios._replay import replay_fixture, verdict
 
 EXIT_OK = 0
 
@@ -66,47 +56,6 @@ def _fixtures(paths: Sequence[str]) -> list[Fixture]:
     if not folders:
         raise FixtureError(", ".join(paths) or FIXTURES, "holds no scenario folders")
     return [load_fixture(folder) for folder in folders]
-
-
-def _targets(paths: Sequence[str]) -> tuple[list[Fixture], list[Path]]:
-    """The scenario folders and the cassettes (SDK projects' recordings) under `paths`."""
-    roots = [Path(p) for p in paths] if paths else [project_fixtures()]
-    cassettes = find_cassettes(roots)
-    folders: list[Path] = []
-    for root in roots:
-        if root.is_file() and root in cassettes:
-            continue
-        if not root.exists():
-            raise FixtureError(root, "does not exist", "check the path")
-        found = find_fixtures([root]) if root.is_dir() else []
-        if root.is_file() and not found:
-            found = find_fixtures([root])  # a scenario.json, or one line on what it is not
-        folders += found
-    if not folders and not cassettes:
-        raise FixtureError(
-            ", ".join(map(str, roots)),
-            "holds no scenario folders and no cassettes",
-            "pass a fixtures folder, a project with fixtures/cassettes, or a cassette file",
-        )
-    return [load_fixture(folder) for folder in folders], cassettes
-
-
-def _check_all(fixtures: list[Fixture], shuffles: int, seed: int) -> list[ScenarioCheck]:
-    return [check_fixture(fixture, shuffle=shuffles, seed=seed) for fixture in fixtures]
-
-
-def _print_findings(name: str, findings: list[Finding], *, fmt: str) -> None:
-    for finding in findings:
-        if fmt == "markdown" and finding.report is not None:
-            out(f"### {code(name)}: {text(finding.message)}\n")
-            out(finding.report.to_markdown())
-        elif fmt == "json" and finding.report is not None:
-            out_json(finding.report.printed())
-        else:
-            out(f"{name}: {finding.to_text()}")
-
-
-# -- subcommands ---------------------------------------------------------------------------------
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -124,7 +73,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         f"{args.shuffle} registration orders each (identity, reversed, then seed {args.seed}), "
         "header pins, drift report\n"
     )
-    checks = _check_all(fixtures, args.shuffle, args.seed)
+    checks = check_all(fixtures, args.shuffle, args.seed)
     out(text_table(checks))
     failed = [check for check in checks if not check.ok]
     for check in checks:
@@ -133,169 +82,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
             out(check.observed[0].to_text())
     for check in failed:
         out(f"\nUnexpected drift in {check.scenario}:")
-        _print_findings(check.scenario, check.findings, fmt="text")
+        print_findings(check.scenario, check.findings, fmt="text")
     out(f"\n{len(checks) - len(failed)} of {len(checks)} scenarios behave as expected.")
     return EXIT_DRIFT if failed else EXIT_OK
-
-
-def cmd_check(args: argparse.Namespace) -> int:
-    fixtures, cassettes = _targets(args.paths)
-    with project_policy(args) as policy:
-        checks = _check_all(fixtures, args.shuffle, args.seed)
-        # Each cassette is read and decoded once; its sessions are analysed once and shared by
-        # the rules and the cost model's agreement.
-        reads = [read_cassette(path) for path in cassettes]
-        audits = [audit_cassette(read) for read in reads]
-        sessions = [s for read in reads for s in cassette_sessions(read.path, read.capture)]
-        del reads
-        found = check_findings(sessions, policy)
-        agreements = agreement_by_provider(cassettes, sessions) if cassettes else {}
-    failed = [check for check in checks if not check.ok]
-    broken = [audit for audit in audits if not audit.ok]
-    errors = [finding for finding in found if finding.severity == "error"]
-    if args.format == "text" and checks:
-        out(text_table(checks))
-    for check in failed:
-        if args.format == "text":
-            out("")
-        _print_findings(check.scenario, check.findings, fmt=args.format)
-    if audits:
-        _print_audits(audits, fmt=args.format)
-    _print_rules(found, fmt=args.format)
-    _print_agreement(agreements, fmt=args.format)
-    _github(checks, failed, audits, found)
-    if args.format == "text":
-        parts = []
-        if checks:
-            parts.append(
-                f"{len(failed)} of {len(checks)} scenarios drifted"
-                if failed
-                else f"{len(checks)} scenarios, no drift"
-            )
-        costly = [finding for finding in found if finding.severity != "info"]
-        if audits:  # "no finding" only when the cache rules found nothing either
-            parts.append(
-                f"{len(broken)} of {len(audits)} cassettes with findings"
-                if broken
-                else f"{len(audits)} cassettes, no prefix break or redaction problem"
-                if costly
-                else f"{len(audits)} cassettes, no finding"
-            )
-        if costly:
-            parts.append(
-                f"cache rules: {len(costly)} finding(s), {len(errors)} error(s)"
-                f" and {len(costly) - len(errors)} warning(s)"
-            )
-        out(f"\nharness check: {'; '.join(parts)}")
-    return EXIT_DRIFT if failed or broken or errors else EXIT_OK
-
-
-def _print_agreement(agreements: dict[str, tuple[float, int]], *, fmt: str) -> None:
-    """The cost model's predicted cache reads against the providers' recorded counters."""
-    if not agreements:
-        return
-    if fmt == "json":
-        value = {name: {"agreement": a, "requests": n} for name, (a, n) in agreements.items()}
-        out_json({"agreement": value})
-        return
-    parts = [f"{name} {a * 100:.0f}% ({n} request(s))" for name, (a, n) in agreements.items()]
-    out(f"\nagreement with the providers' recorded cache reads: {', '.join(parts)}")
-
-
-def _print_rules(found: list[RuleFinding], *, fmt: str) -> None:
-    if not found:
-        return
-    if fmt == "json":
-        for finding in found:
-            out_json({"finding": finding})
-    elif fmt == "markdown":
-        for line in rules_markdown(found):
-            out(line)
-    else:
-        # a toy request under the model's minimum is counted, not listed (harness lint lists it),
-        # as in the pytest summary: a tutorial's check would be all `info below-minimum` lines
-        listed = [f for f in found if not (f.severity == "info" and f.rule == "below-minimum")]
-        toys = len(found) - len(listed)
-        head = f"\ncache rules ({len(found)} finding(s)"
-        if toys:
-            head += (
-                f"; {toys} request(s) under the model's minimum not listed: harness lint lists them"
-            )
-        out(f"{head}){':' if listed else ''}")
-        for finding in listed:
-            out(f"  {finding.to_text()}")
-
-
-def _print_audits(audits: list[CassetteAudit], *, fmt: str) -> None:
-    chain = PrefixChain()
-    for audit in audits:
-        chain.add(audit.chain)
-    if fmt == "text":
-        out(f"\ncassettes ({len(audits)}):")
-        for audit in audits:
-            out(f"  {audit.path}: {audit.status()}")
-    for audit in audits:
-        for problem in audit.problems:
-            if fmt == "json":
-                out_json({"cassette": str(audit.path), "problem": problem})
-            else:
-                out(f"{audit.path}: {problem}")
-        for item in audit.breaks:
-            if fmt == "markdown":
-                out(f"### {code(str(audit.path), 300)}: {text(item.to_text().splitlines()[0])}\n")
-                out(item.report.to_markdown())
-            elif fmt == "json":
-                out_json(item.report.printed())
-            else:
-                out(f"\n{audit.path}: {item.to_text()}")
-    if fmt == "text":
-        out(chain.coverage())
-
-
-def _github(
-    checks: list[ScenarioCheck],
-    failed: list[ScenarioCheck],
-    audits: list[CassetteAudit],
-    found: list[RuleFinding],
-) -> None:
-    lines = ["## Header drift", ""]
-    if checks:
-        lines += markdown_table(checks)
-    annotations = []
-    for check in failed:
-        for finding in check.findings:
-            lines += ["", f"### {code(check.scenario)}: {text(finding.message)}"]
-            if finding.report is not None:
-                lines.append(finding.report.to_markdown())
-            annotations.append(annotation(finding.message, file=str(check.fixture.folder)))
-    if audits:
-        lines += ["", "| cassette | result |", "|---|---|"]
-        lines += [
-            f"| {code(str(audit.path), 300, cell=True)} | {text(audit.status())} |"
-            for audit in audits
-        ]
-    for audit in audits:
-        for problem in audit.problems:
-            annotations.append(annotation(problem, file=str(audit.path), title="cassette"))
-        for item in audit.breaks:
-            head = item.to_text().splitlines()[0]
-            lines += ["", f"### {code(str(audit.path), 300)}: {text(head)}"]
-            lines.append(item.report.to_markdown())
-            annotations.append(annotation(head, file=str(audit.path), title="header drift"))
-    lines += rules_markdown(found)
-    annotations += [
-        annotation(
-            f"request {rule.request}: {rule.message}",
-            file=rule.file,
-            title=f"cache rule {rule.rule}",
-            level=rule.severity,
-        )
-        for rule in found
-        if rule.severity != "info"
-    ]
-    if write_step_summary("\n".join(lines)):
-        for line in annotations:
-            print_command(line)
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -307,7 +96,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         found = len(result.findings)
         out(f"{fixture.scenario.name}: {status} ({result.steps} steps, {found} findings)")
         if not ok or args.verbose:
-            _print_findings(fixture.scenario.name, result.findings, fmt=args.format)
+            print_findings(fixture.scenario.name, result.findings, fmt=args.format)
     return EXIT_DRIFT if failed else EXIT_OK
 
 
@@ -331,7 +120,7 @@ def cmd_record(args: argparse.Namespace) -> int:
 
 
 def cmd_refresh(args: argparse.Namespace) -> int:
-    fixtures, cassettes = _targets(args.paths)
+    fixtures, cassettes = targets(args.paths)
     for path in cassettes:
         _refresh_cassette(path)
     for fixture in fixtures:
@@ -339,7 +128,7 @@ def cmd_refresh(args: argparse.Namespace) -> int:
         refuse_link_out(fixture.folder, Path.cwd())
         before = replay_fixture(fixture)
         if before.run is None:
-            _print_findings(fixture.scenario.name, before.findings, fmt="text")
+            print_findings(fixture.scenario.name, before.findings, fmt="text")
             return EXIT_DRIFT
         files = recording_files(fixture.folder, before.run, answers=False)
         refuse_second_owner(fixture.folder, fixture.scenario, files)
@@ -388,7 +177,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     from harness.drift._printed import volatile_hints
     from harness.scenarios._pins import load_pin
 
-    fixtures, cassettes = _targets(args.paths)
+    fixtures, cassettes = targets(args.paths)
     wanted = args.request or ()
     with project_policy(args):
         for path in cassettes:

@@ -26,12 +26,13 @@ from harness._shared._errors import UsageError
 from harness._shared._files import refuse_non_regular, write_output
 from harness._shared._paths import project_fixtures
 from harness.cache._replay import Conversation
-from harness.cli._lint import project_policy
 from harness.cli._output import out, out_json
 from harness.cost._cost import cost_of, price_of, prices_used, totals
 from harness.cost._prices import overlay_prices, project_prices
 from harness.cost._read import conversations_of
 from harness.cost._text import breakdown, money, percent
+from harness.providers._pack import overlay
+from harness.rules._project import project_rules, rows_of
 
 __all__ = ["add_arguments", "cmd_cost", "cmd_report", "prices_in_force", "report_arguments"]
 
@@ -74,9 +75,18 @@ def prices_in_force(args: argparse.Namespace) -> Iterator[None]:
         yield
 
 
+@contextmanager
+def rows_in_force(args: argparse.Namespace) -> Iterator[None]:
+    """The project's rules rows in force (`harness-rules.json`, `--rules`), its files checked as
+    `harness lint` checks them; no policy: `harness cost` reports no finding, so its rules (and
+    every rule's module) are not imported."""
+    with overlay(rows_of(project_rules(Path.cwd(), getattr(args, "rules", ()) or ()))):
+        yield
+
+
 def cmd_cost(args: argparse.Namespace) -> int:
     paths = [Path(p) for p in args.paths] if args.paths else [project_fixtures()]
-    with project_policy(args), prices_in_force(args):
+    with rows_in_force(args), prices_in_force(args):
         found = conversations_of(paths, args.model)
         known_model(args.model, found)
         costs = [cost_of(conversation) for conversation in found]
@@ -128,6 +138,7 @@ def report_arguments(command: argparse.ArgumentParser) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from harness.cli._lint import project_policy
     from harness.cost._html import render_html
     from harness.cost._report import markdown, report_items
 

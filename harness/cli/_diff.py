@@ -27,8 +27,8 @@ from harness.agent._header import Header, LlmConfig
 from harness.cache._analysis import LintRequest, analyse
 from harness.cache._extends import long_pair
 from harness.cache._verdict import judge_pair
-from harness.capture._audit import request_of
 from harness.capture._cassette import CaptureFile, Exchange
+from harness.capture._found import request_of
 from harness.drift._compare import compare, compare_values
 from harness.drift._far import FAR
 from harness.drift._report import DriftReport, Loss

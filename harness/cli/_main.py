@@ -129,7 +129,7 @@ COMMANDS: Final = (
     ),
     Command(
         "check",
-        f"{_COMMANDS}:cmd_check",
+        "harness.cli._check:cmd_check",
         "CI gate: replay, shuffle and pin-check scenarios; check every cassette under the paths "
         "(format, redaction, the prefix chain per endpoint); exit 1 on drift; never writes",
         _check,

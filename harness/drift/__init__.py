@@ -13,12 +13,32 @@ Comparisons take cache views (`harness.CacheView`, `harness.view_of_header`, ...
 `harness` itself.
 """
 
-from harness._shared._printer import MARKER
-from harness.drift._compare import compare, compare_values
-from harness.drift._locate import first_byte_difference, first_difference
-from harness.drift._parts import Reproduce
-from harness.drift._printed import volatile_hints
-from harness.drift._report import DriftReport
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from harness._shared._printer import MARKER
+    from harness.drift._compare import compare, compare_values
+    from harness.drift._locate import first_byte_difference, first_difference
+    from harness.drift._parts import Reproduce
+    from harness.drift._printed import volatile_hints
+    from harness.drift._report import DriftReport
+
+# Each public name and the module it lives in: imported when first asked for, so a module that
+# needs one part (the cache model's words, `_wording`) does not import the comparator and the
+# hints' patterns (`harness cost` compares nothing).
+_EXPORTS = {
+    "MARKER": "harness._shared._printer",
+    "DriftReport": "harness.drift._report",
+    "Reproduce": "harness.drift._parts",
+    "compare": "harness.drift._compare",
+    "compare_values": "harness.drift._compare",
+    "first_byte_difference": "harness.drift._locate",
+    "first_difference": "harness.drift._locate",
+    "volatile_hints": "harness.drift._printed",
+}
 
 __all__ = [
     "MARKER",
@@ -30,3 +50,16 @@ __all__ = [
     "first_difference",
     "volatile_hints",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'harness.drift' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value  # asked once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -10,10 +10,24 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Final, NamedTuple
 
 _MAX_HINTS: Final = 10
+
+
+def _holds(*pieces: str) -> Callable[[str], bool]:
+    """Whether a text holds one of `pieces` (a substring search, in C)."""
+    return lambda text: any(piece in text for piece in pieces)
+
+
+def _finds(pattern: str) -> Callable[[str], bool]:
+    """Whether `pattern`, which starts with a character class (so the regex engine skips to
+    the characters it can start at), is found in a text."""
+    search = re.compile(pattern).search
+    return lambda text: search(text) is not None
+
+
 # A month by its name or its usual short forms (never any word that starts like one: "Marching"),
 # a day with or without its ordinal suffix, and a weekday: a date written out, as an agent's
 # system prompt says it ("Thursday, 3 December 2026", "December 3rd, 2026").
@@ -42,6 +56,31 @@ _DOTTED_DATE = (
 )
 # Every branch of `_NAMED_DATE` holds a `_MONTH` after a word boundary: without one, none matches.
 _MONTH_STEM: Final = re.compile(rf"\b{_MONTH}")
+# Every name of `_MONTH` starts with one of these.
+_MONTH_STARTS: Final = (
+    "Jan",
+    "Feb",
+    "Mar",
+    "Apr",
+    "May",
+    "Jun",
+    "Jul",
+    "Aug",
+    "Sep",
+    "Oct",
+    "Nov",
+    "Dec",
+)
+
+
+def _names_a_month(text: str) -> bool:
+    return any(start in text for start in _MONTH_STARTS) and bool(_MONTH_STEM.search(text))
+
+
+# Every match of these holds a digit followed by a dash, a colon, or a dash, slash or dot.
+_DIGIT_DASH: Final = _finds(r"\d-\d")
+_DIGIT_COLON: Final = _finds(r"\d:\d")
+_DIGIT_SEPARATOR: Final = _finds(r"\d[-/.]")
 _NUMERIC_DATE = r"\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}/\d{1,2}/\d{4}\b"
 _EVERY_RUN = (
     "volatile content in a header breaks the cache on every run;"
@@ -60,11 +99,20 @@ class _Pattern(NamedTuple):
     # `quick` is `regex` less the branches that need `gate` in the text: where `gate` is not
     # found, `quick` finds exactly what `regex` would (the written dates need a month's name,
     # and were 29 of the 44 ms a 200-tool header's scan took).
-    gate: re.Pattern[str] | None = None
+    gate: Callable[[str], bool] | None = None
     quick: re.Pattern[str] | None = None
+    # What every match of `regex` (`needs`), or of `quick` (`quick_needs`), holds: a text
+    # without it has no match, and is not scanned (a scan tries the pattern at every position:
+    # a header's scan is most of `harness lint`'s work on one small cassette).
+    needs: Callable[[str], bool] | None = None
+    quick_needs: Callable[[str], bool] | None = None
 
     def finditer(self, text: str) -> Iterator[re.Match[str]]:
-        if self.gate is not None and self.quick is not None and not self.gate.search(text):
+        if self.needs is not None and not self.needs(text):
+            return iter(())
+        if self.gate is not None and self.quick is not None and not self.gate(text):
+            if self.quick_needs is not None and not self.quick_needs(text):
+                return iter(())
             return self.quick.finditer(text)
         return self.regex.finditer(text)
 
@@ -77,6 +125,7 @@ _PATTERNS: Final = (
             r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?"
         ),
         _EVERY_RUN,
+        needs=lambda text: _DIGIT_DASH(text) and _DIGIT_COLON(text),
     ),
     _Pattern(
         "a UUID",
@@ -89,10 +138,16 @@ _PATTERNS: Final = (
         "a date",
         re.compile(rf"{_NUMERIC_DATE}|{_NAMED_DATE}|{_DOTTED_DATE}"),
         _EVERY_RUN,
-        _MONTH_STEM,
+        _names_a_month,
         re.compile(rf"{_NUMERIC_DATE}|{_DOTTED_DATE}"),
+        quick_needs=_DIGIT_SEPARATOR,
     ),
-    _Pattern("a time of day", re.compile(r"\b\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?\b"), _EVERY_RUN),
+    _Pattern(
+        "a time of day",
+        re.compile(r"\b\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?\b"),
+        _EVERY_RUN,
+        needs=_DIGIT_COLON,
+    ),
     _Pattern("a Unix time", re.compile(r"\b1\d{9}(?:\d{3}|\d{6})?\b"), _EVERY_RUN),
     _Pattern(
         "an absolute path",
@@ -102,6 +157,9 @@ _PATTERNS: Final = (
             r"|\b[A-Za-z]:(?:\\\\|\\|/)[^\s\"'`<>|,;()\[\]{}]*"
         ),
         _EVERY_MACHINE,
+        needs=_holds(
+            "/home/", "/tmp/", "/Users/", "/var/folders/", "/private/", "/root/", ":\\", ":/"
+        ),
     ),
     _Pattern(
         "a hex id",

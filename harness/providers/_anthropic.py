@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from itertools import repeat
 from typing import Any, Final, Literal
 from urllib.parse import urlsplit
 
@@ -136,13 +137,20 @@ class AnthropicMessages(Provider):
         ]
         if betas:
             settings["anthropic-beta"] = betas
-        images = _images(body.get("messages"))
+        messages = body.get("messages")
+        # the messages' JSON, once: it says whether any image or any marker is in them at all
+        encoded = encode_json(messages) if isinstance(messages, list | dict) else b""
+        images = _count_images(messages) if b'"image"' in encoded else 0
         if images:
             settings[IMAGES] = images
         settings = dict(sorted(settings.items()))
         blocks = {key: body[key] for key in ("tools", "system", "messages") if key in body}
         tools = blocks.get("tools")
-        if isinstance(tools, list) and any(_deferred(tool) for tool in tools):
+        if (
+            isinstance(tools, list)
+            and _may_hold(tools, "defer_loading")
+            and any(map(_deferred, tools))
+        ):
             # tool search: a deferred tool is not in the cached prefix (its definition reaches
             # the conversation only when found), so it is bookkeeping to the cache
             bookkeeping = {**bookkeeping, DEFERRED: [t for t in tools if _deferred(t)]}
@@ -154,7 +162,12 @@ class AnthropicMessages(Provider):
             }
         view = CacheView(settings=settings, blocks=blocks, provider=ANTHROPIC)
         held: Literal["", "prefix"] = "prefix" if continues_thread(body) else ""
-        points = breakpoints(blocks, _marked)
+        if _may_hold(blocks.get("tools"), "cache_control") or b'"cache_control"' in encoded:
+            points = breakpoints(blocks, _marked)
+        else:  # no tool and no message is marked: only the system may be
+            points = breakpoints(
+                {"system": blocks["system"]} if "system" in blocks else {}, _marked
+            )
         pointers = tuple(point_pointer(point, "cache_control") for point in points)
         if "cache_control" in body:  # automatic caching up to the last block
             return RequestSplit(
@@ -244,15 +257,19 @@ def shorthand(value: Any) -> Any:
     return [{"type": "text", "text": value}] if isinstance(value, str) else None
 
 
-def _images(value: Any) -> int:
-    """The image blocks in the messages, those inside a tool result's content included (walked
-    only where the messages' JSON holds the word: most conversations have no image)."""
-    if not isinstance(value, list | dict) or b'"image"' not in encode_json(value):
-        return 0
-    return _count_images(value)
+def _may_hold(items: Any, key: str) -> bool:
+    """Whether an item of the list `items` may have `key` at its top: False only for a list of
+    plain dicts none of which has it (asked in C: a request repeats its 200 tools)."""
+    if not isinstance(items, list):
+        return False
+    if set(map(type, items)) - {dict}:
+        return True  # not only plain dicts: each is asked as it is
+    return any(map(dict.__contains__, items, repeat(key)))
 
 
 def _count_images(value: Any) -> int:
+    """The image blocks in the messages, those inside a tool result's content included (walked
+    only where the messages' JSON holds the word: most conversations have no image)."""
     if isinstance(value, list):
         return sum(_count_images(item) for item in value)
     if isinstance(value, dict):

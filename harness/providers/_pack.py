@@ -145,14 +145,27 @@ MODEL_NAME_LIMIT: Final = 1_024
 def model_matches(name: str, pattern: str) -> bool:
     """`fnmatchcase(name, pattern)`, without compiling a regex for the patterns rows mostly hold
     (`claude-sonnet-4*`, an exact name): 140 patterns compiled were a third of `harness lint`'s
-    start-up on one small cassette. A name over `MODEL_NAME_LIMIT` matches nothing."""
+    start-up on one small cassette. A pattern with more wildcards (`*claude-haiku-4-5-v[0-9]*`)
+    is compiled only for a name that holds each of its literal runs (`claude-haiku-4-5-v`): a
+    run of plain characters matches only itself, so a name without one cannot match. A name over
+    `MODEL_NAME_LIMIT` matches nothing."""
     if len(name) > MODEL_NAME_LIMIT:
         return False
     starred = pattern.endswith("*")
     head = pattern[:-1] if starred else pattern
     if not _GLOB.isdisjoint(head):
+        if any(run not in name for run in _literal_runs(pattern)):
+            return False
         return fnmatchcase(name, pattern)
     return name.startswith(head) if starred else name == pattern
+
+
+@cache
+def _literal_runs(pattern: str) -> tuple[str, ...]:
+    """The runs of plain characters of a glob before its first `[` (a class, or a literal `[`
+    when it is not closed: either way the runs before it are plain), split at `*` and `?`."""
+    head = pattern.split("[", 1)[0].replace("?", "*")
+    return tuple(run for run in head.split("*") if run)
 
 
 class Caching(Row, tag="caching", frozen=True):
@@ -349,23 +362,36 @@ class Pack:
         self.generation = generation
         self._settings: dict[str, dict[str, Setting]] = {}
         self._scoped: dict[tuple[str, str | None, str], dict[str, Setting]] = {}
+        # every lookup asked of these rows (they never change: a new pack holds new rows), by
+        # kind, provider, lower-cased model and surface: a file's requests ask the same few
+        self._every: dict[tuple[type[Row], str, str, str], tuple[Row, ...]] = {}
 
     def first(
         self, kind: type[R], provider: str, model: str | None = None, surface: str = ""
     ) -> R | None:
-        return next(
-            (
-                row
-                for row in self.rows
-                if isinstance(row, kind) and row.applies(provider, model, surface)
-            ),
-            None,
-        )
+        found = self._applying(kind, provider, model, surface)
+        return found[0] if found else None
 
     def every(
         self, kind: type[R], provider: str, model: str | None = None, surface: str = ""
     ) -> list[R]:
-        return [r for r in self.rows if isinstance(r, kind) and r.applies(provider, model, surface)]
+        return list(self._applying(kind, provider, model, surface))
+
+    def _applying(
+        self, kind: type[R], provider: str, model: str | None, surface: str
+    ) -> tuple[R, ...]:
+        """The rows of `kind` that apply, in order (`Row.applies` reads the model lower-cased,
+        so the lower-cased model is the key)."""
+        key = (kind, provider, (model or "").lower(), surface)
+        found = self._every.get(key)
+        if found is None:
+            found = tuple(
+                r for r in self.rows if isinstance(r, kind) and r.applies(provider, model, surface)
+            )
+            if len(self._every) > 4096:  # a bounded memory (a scan of many models)
+                self._every.clear()
+            self._every[key] = found
+        return found  # type: ignore[return-value]
 
     def knows(self, provider: str) -> bool:
         """Whether any row speaks of `provider` (a provider of its own is not judged by rules)."""

@@ -149,9 +149,19 @@ def unregister_provider(name: str) -> None:
 def registered_providers() -> tuple[Provider, ...]:
     """Every provider in the order they are asked: registered ones first, then the built-ins
     that no registered provider of the same name replaces (those that raised are skipped)."""
+    global _asked
     _load_entry_points()
-    built_in = tuple(p for p in _BUILT_IN if p.name not in _registered)
-    return tuple(p for p in (*_registered.values(), *built_in) if p.name not in _broken)
+    key = (tuple(_registered.values()), tuple(_broken))
+    if _asked is None or _asked[0] != key:  # the registry changed (or never answered)
+        built_in = tuple(p for p in _BUILT_IN if p.name not in _registered)
+        found = tuple(p for p in (*_registered.values(), *built_in) if p.name not in _broken)
+        _asked = (key, found)
+    return _asked[1]
+
+
+# The last answer of `registered_providers`, with the registrations and failures it is of (every
+# request asks it several times; the registry changes rarely).
+_asked: tuple[tuple[tuple[Provider, ...], tuple[str, ...]], tuple[Provider, ...]] | None = None
 
 
 def provider_named(name: str) -> Provider | None:

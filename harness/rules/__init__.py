@@ -18,11 +18,37 @@ the requests of one file (`Session`), each analysed (`Analysis`: what it caches,
 
 from __future__ import annotations
 
-from harness.cache._analysis import Analysis, LintRequest, analyse
-from harness.cache._counters import register_token_counter, unregister_token_counter
-from harness.providers._pack import RulesFile, load_rules_file, overlay, rules_pack
-from harness.rules._engine import Finding, Policy, Rule, Session
-from harness.rules._registry import lint, register_rule, registered_rules, unregister_rule
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from harness.cache._analysis import Analysis, LintRequest, analyse
+    from harness.cache._counters import register_token_counter, unregister_token_counter
+    from harness.providers._pack import RulesFile, load_rules_file, overlay, rules_pack
+    from harness.rules._engine import Finding, Policy, Rule, Session
+    from harness.rules._registry import lint, register_rule, registered_rules, unregister_rule
+
+# Each public name and the module it lives in: imported when first asked for, so a reader of one
+# part (the cost model reads sessions, never the rules) does not import every rule.
+_EXPORTS = {
+    "Analysis": "harness.cache._analysis",
+    "Finding": "harness.rules._engine",
+    "LintRequest": "harness.cache._analysis",
+    "Policy": "harness.rules._engine",
+    "Rule": "harness.rules._engine",
+    "RulesFile": "harness.providers._pack",
+    "Session": "harness.rules._engine",
+    "analyse": "harness.cache._analysis",
+    "lint": "harness.rules._registry",
+    "load_rules_file": "harness.providers._pack",
+    "overlay": "harness.providers._pack",
+    "register_rule": "harness.rules._registry",
+    "register_token_counter": "harness.cache._counters",
+    "registered_rules": "harness.rules._registry",
+    "rules_pack": "harness.providers._pack",
+    "unregister_rule": "harness.rules._registry",
+    "unregister_token_counter": "harness.cache._counters",
+}
 
 __all__ = [
     "Analysis",
@@ -43,3 +69,16 @@ __all__ = [
     "unregister_rule",
     "unregister_token_counter",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'harness.rules' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value  # asked once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -22,14 +22,17 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import msgspec
 
 from harness._shared._errors import UsageError
 from harness.cache._analysis import Analysis, LintRequest, analyse
+from harness.cache._links import links as conversation_links
 from harness.cache._replay import Conversation, replay
-from harness.capture._prefix import PrefixChain, conversation_links, prefix_chain
+
+if TYPE_CHECKING:
+    from harness.capture._prefix import PrefixChain
 
 __all__ = ["SEVERITIES", "Finding", "Policy", "Rule", "Session", "Severity"]
 
@@ -92,7 +95,10 @@ class Session:
 
     @cached_property
     def chain(self) -> PrefixChain:
-        """The prefix-chain gate over the file's requests."""
+        """The prefix-chain gate over the file's requests (its judge imported when asked: the
+        cost model reads no verdict)."""
+        from harness.capture._prefix import prefix_chain
+
         return prefix_chain(self.requests)
 
     @cached_property

@@ -32,8 +32,8 @@ from harness._shared._errors import FixtureError
 from harness._shared._files import read_checked, with_position
 from harness.cache._analysis import LintRequest
 from harness.cache._timing import Timing, timing_of
-from harness.capture._audit import find_cassettes, request_of
 from harness.capture._cassette import CaptureFile, Exchange, load_cassette
+from harness.capture._found import find_cassettes, request_of
 from harness.capture._judged import refuse_bodiless
 from harness.rules._engine import Session
 

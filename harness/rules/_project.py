@@ -16,7 +16,6 @@ from typing import Final
 
 from harness.providers._pack import AnyRow, RulesFile, load_rules_file
 from harness.rules._engine import Policy
-from harness.rules._registry import rule_names
 
 __all__ = ["PROJECT_FILE", "policy_of", "project_rules", "rows_of", "split_names"]
 
@@ -31,6 +30,8 @@ def project_rules(root: Path, paths: Iterable[str | Path] = ()) -> list[RulesFil
         named = [root / PROJECT_FILE]
     files = []
     for path in named:
+        from harness.rules._registry import rule_names  # the rules, only when a file names some
+
         rules = load_rules_file(path)
         Policy.of(  # an unknown rule name is named with its file
             rule_names(),
@@ -56,6 +57,8 @@ def policy_of(
     files: Sequence[RulesFile], fail_on: str | Iterable[str] = (), *, where: str = "--fail-on"
 ) -> Policy:
     """Which rules fail and their severities, from the rules files and `fail_on`."""
+    from harness.rules._registry import rule_names
+
     names = rule_names()
     policy = Policy.of(names, fail_on=split_names(fail_on), where=where)
     for rules in files:

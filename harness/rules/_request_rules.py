@@ -184,6 +184,7 @@ _VOLATILE: Final = frozenset({"a timestamp", "a UUID", "a date", "a hex id"})
 # epoch from 2017 to 2033 (a bare "09:00" or a ten-digit number is as often a schedule or an id).
 _CLOCK: Final = re.compile(r"(?<![\d:])\d{1,2}:\d{2}:\d{2}(?:\.\d+)?(?![\d:])")
 _EPOCH: Final = re.compile(r"(?<![\d.])1[5-9]\d{8}(?:\d{3})?(?!\d)(?!\.\d)")
+_CLOCK_NEEDS: Final = re.compile(r"\d:\d")
 _NIL_UUID: Final = "00000000-0000-0000-0000-000000000000"
 # Words just before a value that make it an example of a format, the same every run ("a date,
 # e.g. 2025-01-31"; a schema's "examples" or "default").
@@ -204,6 +205,9 @@ _TEMP_PATH: Final = re.compile(
     r"|[A-Za-z]:(?:\\\\|\\|/)(?:Users|Documents and Settings)(?:\\\\|\\|/)[^\s\"'`<>|,;]*?"
     r"(?:\\\\|\\|/)(?:AppData(?:\\\\|\\|/)Local(?:\\\\|\\|/))?Temp(?:\\\\|\\|/)[^\s\"'`<>|,;]*"
 )
+
+# What every match of `_TEMP_PATH` holds (`/var/tmp/`, `/private/tmp/` hold `/tmp/`).
+_TEMP_PATH_NEEDS: Final = ("/tmp/", "/var/folders/", ":\\", ":/")
 
 
 class VolatileInPrefix(Rule):
@@ -248,14 +252,16 @@ def _volatile_in(data: bytes) -> tuple[tuple[str, str], ...]:
         if value != _NIL_UUID  # a placeholder, the same every run
     ]
     if not found:
-        found += [("a timestamp", m.group()) for m in _CLOCK.finditer(text)]
+        if _CLOCK_NEEDS.search(text):  # a time to the second holds a digit, a colon, a digit
+            found += [("a timestamp", m.group()) for m in _CLOCK.finditer(text)]
         found += [("a Unix time", m.group()) for m in _EPOCH.finditer(text)]
     found = [(noun, value) for noun, value in found if not _example(text, value)]
-    found += [
-        ("a temporary path", m.group().rstrip(".,:;"))
-        for m in _TEMP_PATH.finditer(text)
-        if _generated(m.group())
-    ]
+    if any(piece in text for piece in _TEMP_PATH_NEEDS):  # one of them is in every match
+        found += [
+            ("a temporary path", m.group().rstrip(".,:;"))
+            for m in _TEMP_PATH.finditer(text)
+            if _generated(m.group())
+        ]
     return tuple(found)
 
 

@@ -17,7 +17,6 @@ wire order, atomic writes), and a scenario that decodes but cannot run is refuse
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Final, Literal, TypeVar
@@ -28,13 +27,12 @@ from harness._shared._errors import FixtureError, UnsafeName
 from harness._shared._files import Versioned, read
 from harness._shared._paths import (
     ANSWERS_FILE,
-    CASSETTES,
     LOG_FILE,
-    RECORDING_FILES,
     REQUESTS_FILE,
     SCENARIO_FILE,
     safe_component,
 )
+from harness._shared._paths import find_fixtures as find_fixtures  # its home moved; still here
 from harness.agent._header import LlmConfig, Message, messages_json
 from harness.agent._llm import RequestFields, ScriptedReply
 from harness.agent._session import (
@@ -319,58 +317,3 @@ def load_fixture(
         optional(REQUESTS_FILE, RequestsFile),
         optional(ANSWERS_FILE, AnswersFile),
     )
-
-
-# Files only a scenario folder holds: a folder with one of them but no scenario.json lost it.
-# Folders under fixtures/ that hold other recordings, not scenarios.
-_NOT_SCENARIOS = frozenset({CASSETTES})
-
-
-def find_fixtures(paths: list[Path]) -> list[Path]:
-    """Scenario folders under the given paths (a folder holding scenario.json, or its parent).
-
-    Nothing is skipped silently: a folder of the parent that cannot be listed, or that holds a
-    recording but no scenario.json (renamed or deleted), is a FixtureError naming it.
-    """
-    found: list[Path] = []
-    for path in paths:
-        try:
-            if (path / SCENARIO_FILE).exists():
-                found.append(path)
-            elif path.is_dir():
-                found.extend(_scenario_folders(path))
-            elif path.name == SCENARIO_FILE:
-                found.append(path.parent)
-            else:
-                raise FixtureError(path, "is not a scenario folder or a folder of them")
-        except OSError as error:
-            raise FixtureError(path, f"cannot be read: {error.strerror}") from None
-    return found
-
-
-def _scenario_folders(root: Path) -> list[Path]:
-    try:
-        entries = sorted(os.scandir(root), key=lambda entry: entry.name)
-    except OSError as error:
-        raise FixtureError(root, f"cannot be listed: {error.strerror}") from None
-    found = []
-    for entry in entries:
-        if entry.name.startswith(".") or entry.name in _NOT_SCENARIOS or not entry.is_dir():
-            continue
-        folder = Path(root, entry.name)
-        try:
-            names = set(os.listdir(folder))
-        except OSError as error:
-            raise FixtureError(
-                folder, f"cannot be listed: {error.strerror}", "fix its permissions"
-            ) from None
-        if SCENARIO_FILE in names:
-            found.append(folder)
-        elif names & set(RECORDING_FILES):
-            held = ", ".join(sorted(names & set(RECORDING_FILES)))
-            raise FixtureError(
-                folder,
-                f"holds {held} but no {SCENARIO_FILE}",
-                "was it renamed or deleted? restore it from git, or remove the folder",
-            )
-    return found

@@ -73,3 +73,72 @@ def test_what_is_shared_still_finds_a_broken_cassette(
     assert code == 1
     assert "test_d.json: 1 finding(s) in 2 requests" in out
     assert "1 of 4 cassettes with findings" in out
+
+
+def test_each_request_is_split_once_and_each_link_judged_once(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The audit takes the rules' split of each request and their verdict on each link: only a
+    link that broke is judged again, for the audit's own report."""
+    from harness.cache import _verdict
+    from harness.providers import _registry
+
+    record_cassette(
+        project / "fixtures" / "cassettes" / "test_d.json",
+        claude(1100, turns=1),
+        claude(1200, turns=2),  # the system prompt grew: the prefix breaks
+    )
+    splits: Counter[int] = Counter()
+    judged: Counter[tuple[int, int]] = Counter()
+    split, judge = _registry.split_by_provider, _verdict.judge
+
+    def counted_split(body: Any, *args: Any) -> Any:
+        splits[id(body)] += 1
+        return split(body, *args)
+
+    def counted_judge(a: Any, b: Any, **kwargs: Any) -> Any:
+        judged[(a.number, b.number)] += 1
+        return judge(a, b, **kwargs)
+
+    for command in COMMANDS:
+        resolve(command.run)
+    for module in list(sys.modules.values()):
+        for name, value in list(vars(module).items()) if module is not None else ():
+            if value is split and module is not _registry:
+                monkeypatch.setattr(module, name, counted_split)
+            if value is judge and module is not _verdict:
+                monkeypatch.setattr(module, name, counted_judge)
+    assert main(["check", "--shuffle", "0"]) == 1
+    assert "test_d.json: 1 finding(s) in 2 requests" in capsys.readouterr().out
+    assert len(splits) == 11 and set(splits.values()) == {1}  # 3 + 3 + 3 + 2 requests
+    # 2 + 2 + 2 + 1 links judged for the rules; the one that broke, again for the audit
+    assert sum(judged.values()) == 8 and judged[(1, 2)] == 5
+
+
+def test_the_audit_says_what_it_says_alone(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The near miss of sharing the rules' verdicts: the audit's report of a broken cassette is
+    word for word the one it makes judging every link itself."""
+    from harness.capture import _audit
+
+    cassettes = project / "fixtures" / "cassettes"
+    record_cassette(
+        cassettes / "test_d.json",
+        claude(1100, turns=1),
+        claude(1100, turns=2),
+        claude(1200, turns=3),  # the system grew: a break
+        claude(1200, turns=4),
+        claude(1200, turns=5, model="claude-opus-4-5"),  # the model changed: another
+    )
+    code = main(["check", "--shuffle", "0", "--format", "json"])
+    shared = capsys.readouterr().out
+    alone = _audit.audit_cassette
+
+    def judging_every_link(path: Any, redaction: Any = None, judged: Any = None) -> Any:
+        return alone(path, redaction)
+
+    monkeypatch.setattr("harness.cli._check.audit_cassette", judging_every_link)
+    assert main(["check", "--shuffle", "0", "--format", "json"]) == code == 1
+    assert capsys.readouterr().out == shared
+    assert shared.count("system_changed") >= 1 and "model_changed" in shared
