@@ -30,6 +30,7 @@ lost are those tokens at the price row's input price less its cache-read price.
 from __future__ import annotations
 
 import datetime
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any, Final, NamedTuple
 
@@ -55,6 +56,7 @@ __all__ = ["FINDING_COLUMNS", "SESSION_COLUMNS", "UNEXPLAINED", "Judged", "judge
 
 UNEXPLAINED: Final = "unexplained_miss"
 _SUMMARY: Final = 300  # characters of a finding's summary (redacted, one line)
+_BLOCK_NAMES: Final = frozenset(BLOCKS)
 FINDING_COLUMNS: Final = {
     "session": "string",
     "request": "int64",
@@ -126,6 +128,7 @@ def judge(
     (the engines pass `harness.scan._bytes.attach`); without it, the table's `body` column is
     what there is. `full` skips the digest tier (`harness.scan._tier.plan`'s `full`): every
     request is judged on its bytes, the reference the tier must agree with."""
+    _rate.cache_clear()  # prices are looked up once per batch (a price file may change)
     found = plan(table, _ttls(), full=full)
     if fetch is not None:
         found.table = fetch(found.table, wanted(found))
@@ -286,10 +289,11 @@ def _pair(
         found_break = judge_link(previous, link)
     if found_break is None:
         return [_miss(found, pair.row, cols)] if _missed(found, pair) else []
-    item = PrefixBreak(
+    raw_block = found_break.report.raw_block  # the printed report is never made: the scan
+    item = PrefixBreak(  # prints one line of its own (its summary), redacted
         index=link.number,
         previous=previous.number,
-        block=found_break.report.block or "settings",
+        block=_block(raw_block),
         report=found_break.report,
         prefix_bytes=found_break.prefix_bytes,
         bytes_lost=found_break.bytes_lost,
@@ -313,7 +317,7 @@ def _from_break(
     provider = earlier.split.provider if earlier.split is not None else cols["provider"][row]
     report = item.report
     evidence = _evidence([row, before], cols)
-    summary = item.to_text().split("\n", 1)[0]
+    summary = item.headline
     cached = _cached(before, cols)
     if tokens == 0 and evidence != "exact" and cached:
         # A converted body may have lost its cache markers (OTel GenAI parts carry none): the
@@ -337,10 +341,18 @@ def _from_break(
         usd_lost=_usd(
             tokens, provider, cols["model"][row] or earlier.body.get("model"), cols["time"][row]
         ),
-        pointer=line(report.pointer, _SUMMARY) if report.pointer else None,
+        pointer=line(report.raw_pointer, _SUMMARY) if report.raw_pointer else None,
         byte=report.offset if report.offset >= 0 else None,
         summary=line(summary, _SUMMARY),
     )
+
+
+def _block(raw: str | None) -> str:
+    """The block a break is in: one of the cache's block names, else (an opaque body's member)
+    a redacted line."""
+    if not raw:
+        return "settings"
+    return raw if raw in _BLOCK_NAMES else line(raw, _SUMMARY)
 
 
 def _tokens_lost(item: PrefixBreak) -> int | None:
@@ -417,7 +429,17 @@ def _usd(tokens: int | None, provider: Any, model: Any, time: Any) -> float | No
     if tokens is None or not isinstance(provider, str):
         return None
     day = datetime.datetime.fromtimestamp(time, datetime.UTC).date() if time else None
-    price = price_for(provider, model if isinstance(model, str) else None, day)
+    rate = _rate(provider, model if isinstance(model, str) else None, day)
+    if rate is None:
+        return None
+    return round(tokens * rate / 1_000_000, 6)
+
+
+@functools.lru_cache(maxsize=1024)
+def _rate(provider: str, model: str | None, day: datetime.date | None) -> float | None:
+    """Dollars a million tokens lost cost: the price row's input price less its cache-read
+    price (`harness cost`'s rows; looked up once per provider, model and day in a batch)."""
+    price = price_for(provider, model, day)
     if price is None:
         return None
-    return round(tokens * max(price.input - price.cache_read, 0.0) / 1_000_000, 6)
+    return max(price.input - price.cache_read, 0.0)
