@@ -15,18 +15,21 @@ the cache model, with its bytes.
 The digests are a filter and never a verdict on bytes the scan has: equal digests mean equal
 bytes (a false "equal" would need a 64-bit collision between two specific values), and unequal
 digests only send the pair to the cache model, which may well find nothing (a bookkeeping field
-that changed, a marker that moved). Cache markers (`cache_control`, Bedrock's `cachePoint`
-blocks, OpenAI's `prompt_cache_breakpoint`) are set aside before digesting, as the prefix-chain
-gate sets them aside (a marker moving forward is how a conversation keeps its cache); the set of
-TTLs they ask for is digested apart, so a request that asks for another TTL is a pair for the
-cache model (one that keeps the same TTLs but swaps them between two marked places is not:
-docs/scan.md lists it among the limits). The order of the top-level keys is part of the
-settings' digest: on Vertex it reaches the cache.
+that changed, a marker that moved). The cache markers of the body's provider (the keys its split
+names: Anthropic's `cache_control`, Bedrock's `cachePoint` blocks, OpenAI's
+`prompt_cache_breakpoint`), and only those, are set aside before digesting, as the cache model
+sets them aside (a marker moving forward is how a conversation keeps its cache; a key that is no
+marker to the provider is prompt, as it is to the model); the TTL they ask for is digested apart,
+so a request that asks for another TTL is a pair for the cache model, and so is every request
+whose markers ask for several (which place asks which is not in the digests). The order of the
+top-level keys is part of the settings' digest: on Vertex it reaches the cache.
 """
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Iterator
 from typing import Any, Final, NamedTuple
 
 import msgspec
@@ -43,8 +46,6 @@ DIGEST_SIZE: Final = 8
 CONVERSATION: Final = ("messages", "input", "contents")
 TOOLS: Final = frozenset({"tools", "toolConfig", "tool_config", "functions"})
 SYSTEM: Final = frozenset({"system", "instructions", "systemInstruction", "system_instruction"})
-MARKERS: Final = ("cache_control", "cachePoint", "prompt_cache_breakpoint")
-_NEEDLES: Final = tuple(f'"{name}"'.encode() for name in MARKERS)
 # The digest columns in the order a provider caches them (settings key the whole cache).
 BLOCKS: Final = ("settings", "tools", "system", "messages")
 
@@ -52,16 +53,12 @@ _top = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _items = msgspec.json.Decoder(list[msgspec.Raw])
 _encode = msgspec.json.encode
 _hash = xxhash.xxh3_64_digest
-# A marker is a member whose value is a flat object (`"cache_control":{"type":"ephemeral"}`), or
-# a list item that is only one (`{"cachePoint":{"type":"default"}}`); in JSON text its key is
-# never preceded by a backslash, so a quoted marker inside a string is left alone. A marker this
-# does not match (a nested value) is left in: the digests then differ, and the cache model,
-# which sets every marker aside, judges the pair.
-_MEMBER: Final = re.compile(
-    rb'"(?:cache_control|cachePoint|prompt_cache_breakpoint)"[ \t\r\n]*:[ \t\r\n]*\{[^{}]*\}'
-)
 _SPACE: Final = b" \t\r\n"
 _TTL: Final = re.compile(rb'"ttl"\s*:\s*"([^"]*)"')
+# Openings already read (`_thread`), by provider and the opening's digest; cleared when full.
+_THREADS: dict[tuple[str | None, tuple[str, ...], bytes], bytes | None] = {}
+_THREADS_KEPT: Final = 4096
+_UNKNOWN: Final = object()
 
 
 class Digests(NamedTuple):
@@ -84,14 +81,20 @@ class Digests(NamedTuple):
         return self.conversation[:DIGEST_SIZE]
 
 
-def digests_of(body: bytes | dict[str, Any], provider: str | None = None) -> Digests | None:
+def digests_of(
+    body: bytes | dict[str, Any], provider: str | None, markers: tuple[str, ...]
+) -> Digests | None:
     """The digests of a JSON request body (its bytes, or the decoded object); None when it is
-    not a JSON object. `provider` names the shorthand the conversation's opening is read in."""
+    not a JSON object. `provider` names the shorthand the conversation's opening is read in;
+    `markers` are its cache markers' keys, as its split names them (`RequestSplit.markers`: what
+    the cache model sets aside, and nothing else)."""
     data = _encode(body) if isinstance(body, dict) else body
     try:
         top = _top.decode(data)
     except (msgspec.DecodeError, RecursionError):
         return None
+    # the markers the body holds anywhere (one search each): most values then need no search
+    needles = tuple(needle for needle in _needles(markers) if needle in data)
     settings = xxhash.xxh3_64()
     tools = system = b""
     ttls: set[bytes] = set()
@@ -101,14 +104,14 @@ def digests_of(body: bytes | dict[str, Any], provider: str | None = None) -> Dig
     for key, raw in top.items():
         settings.update(key.encode() + b";")  # the top-level key order: Vertex caches it
         value = bytes(raw)
-        if key in MARKERS:  # a top-level automatic marker: its TTL, not a setting
+        if key in markers:  # a top-level automatic marker: its TTL, not a setting
             ttls.update(_TTL.findall(value) or [b""])
             continue
-        if _marked(value):
-            value = _unmarked(value, ttls)
+        if needles:
+            value = _unmarked(value, ttls, needles)
         if key in CONVERSATION and not conversation:
             conversation, items, opening = _conversation(value)
-            thread = _thread(opening, provider)
+            thread = _thread(opening, provider, markers)
         elif key in TOOLS:
             tools = _hash(tools + key.encode() + value)
         elif key in SYSTEM:
@@ -147,15 +150,26 @@ def _thread_held(top: dict[str, msgspec.Raw]) -> bool:
         return False
 
 
-def _thread(value: bytes | None, provider: str | None) -> bytes | None:
+def _thread(value: bytes | None, provider: str | None, markers: tuple[str, ...]) -> bytes | None:
     """The conversation's opening as `harness.cache._links` reads it to say which request
     continues which: its first message without markers, in its long form where the provider
     documents a shorthand (Anthropic's string content), encoded; a plain string as itself.
-    None when there is no opening. `value` is the first item's bytes, or a plain string's."""
+    None when there is no opening. `value` is the first item's bytes, or a plain string's.
+    Remembered by the value's 128-bit digest: every request of a conversation opens alike."""
     if value is None:
         return None
+    key = (provider, markers, xxhash.xxh3_128_digest(value))
+    known = _THREADS.get(key, _UNKNOWN)
+    if known is _UNKNOWN:
+        if len(_THREADS) >= _THREADS_KEPT:
+            _THREADS.clear()
+        known = _THREADS[key] = _opening(value, provider, markers)
+    return known  # type: ignore[return-value]
+
+
+def _opening(value: bytes, provider: str | None, markers: tuple[str, ...]) -> bytes | None:
     try:
-        first = strip(msgspec.json.decode(value), MARKERS)
+        first = strip(msgspec.json.decode(value), markers)
     except (msgspec.DecodeError, RecursionError):
         return None
     found = provider_named(provider) if provider else None
@@ -194,19 +208,43 @@ def _conversation(value: bytes) -> tuple[bytes, int, bytes | None]:
     return b"".join(out), len(items), bytes(items[0]) if items else None
 
 
-def _marked(value: bytes) -> bool:
-    a, b, c = _NEEDLES
-    return a in value or b in value or c in value
+@functools.cache
+def _needles(markers: tuple[str, ...]) -> tuple[bytes, ...]:
+    """The marker keys as they start a member in JSON text (quoted)."""
+    return tuple(_encode(name) for name in markers)
 
 
-def _unmarked(value: bytes, ttls: set[bytes]) -> bytes:
+@functools.cache
+def _member(needle: bytes) -> re.Pattern[bytes]:
+    """A marker member: its key, and a flat object for its value (`"cache_control":{"type":
+    "ephemeral"}`); in JSON text the key is never preceded by a backslash, so a quoted marker
+    inside a string is left alone. A marker this does not match (a nested value) is left in:
+    the digests then differ, and the cache model, which sets the markers aside, judges the pair.
+    A list item that is only a marker (`{"cachePoint":{"type":"default"}}`) goes whole
+    (`_unmarked`)."""
+    return re.compile(re.escape(needle) + rb"[ \t\r\n]*:[ \t\r\n]*\{[^{}]*\}")
+
+
+def _unmarked(value: bytes, ttls: set[bytes], needles: tuple[bytes, ...]) -> bytes:
     """`value` without its cache markers; the TTLs they ask for (b"" for the default) are added
     to `ttls`. A member goes with one comma beside it; an object that held only a marker (a
-    Bedrock `cachePoint` block) goes whole, with one comma beside it."""
+    Bedrock `cachePoint` block) goes whole, with one comma beside it. The members are those
+    `_MEMBER` finds scanning left to right; a match can only start at a quoted marker key, so
+    only those places (found by a byte search, which runs in C) are tried."""
+    starts = sorted(_places(value, needles))
+    if not starts:
+        return value
     pieces: list[bytes] = []
     at = 0
-    for found in _MEMBER.finditer(value):
+    reach = 0  # where the last match ended: the next one starts at or after it
+    for place, needle in starts:
+        if place < reach:
+            continue
+        found = _member(needle).match(value, place)
+        if found is None:
+            continue
         start, end = found.span()
+        reach = end
         if start < at:
             continue
         ttls.update(_TTL.findall(found.group()) or [b""])
@@ -225,6 +263,14 @@ def _unmarked(value: bytes, ttls: set[bytes]) -> bytes:
         return value
     pieces.append(value[at:])
     return b"".join(pieces)
+
+
+def _places(value: bytes, needles: tuple[bytes, ...]) -> Iterator[tuple[int, bytes]]:
+    for needle in needles:
+        place = value.find(needle)
+        while place >= 0:
+            yield place, needle
+            place = value.find(needle, place + 1)
 
 
 def _back(value: bytes, index: int) -> int:

@@ -15,13 +15,17 @@ the output says how many were.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlsplit
 
+import msgspec
+
 from harness._shared._errors import UsageError
+from harness.providers import split_request
 from harness.scan._digest import digests_of, first_block
 from harness.scan._keys import dig, id_of
 from harness.scan._readers import Reader, reader_named, readers
@@ -91,8 +95,11 @@ def _chosen(options: Options) -> Reader | None:
 def read_file(path: Path, number: int, options: Options, tally: Tally) -> Iterator[Any]:
     """The file's rows as Arrow record batches (see the module doc); `tally` counts the rest."""
     reader = _chosen(options)
+    if reader is not None:
+        reader.begin()
     rows = Rows()
     chains: dict[str, str] = {}
+    markers: dict[str, tuple[str, ...]] = {}
     ordinal = 0
     sniffed = 0
     found = 0
@@ -112,6 +119,7 @@ def read_file(path: Path, number: int, options: Options, tally: Tally) -> Iterat
                 if sniffed >= _SNIFF:
                     break
                 continue
+            reader.begin()
         try:
             records = list(reader.read(unit))
         except BadRecord as error:
@@ -120,7 +128,9 @@ def read_file(path: Path, number: int, options: Options, tally: Tally) -> Iterat
         for index, record in enumerate(records):
             record.ordinal = ordinal
             ordinal += 1
-            row = _row(record, unit, (unit_no, index), path, number, options, chains, tally)
+            row = _row(
+                record, unit, (unit_no, index), path, number, options, (chains, markers), tally
+            )
             if row is not None:
                 found += 1
                 batch = rows.add(row)
@@ -151,19 +161,19 @@ def _row(
     path: Path,
     number: int,
     options: Options,
-    chains: dict[str, str],
+    learnt: tuple[dict[str, str], dict[str, tuple[str, ...]]],
     tally: Tally,
-) -> dict[str, Any] | None:
+) -> tuple[Any, ...] | None:
+    chains, markers = learnt
     keyed = options.session_key or options.request_id_key or options.deploy_key
     view = record.view if record.view is not None or not keyed else unit.value
     session = id_of(dig(view, options.session_key)) if options.session_key else record.session
     if options.session_key and session is None:
         session = record.session
     found = None
-    if record.raw is not None:
-        found = digests_of(record.raw, record.provider)
-    elif record.body is not None:
-        found = digests_of(record.body, record.provider)
+    if record.raw is not None or record.body is not None:
+        body = record.raw if record.raw is not None else record.body
+        found = digests_of(body or b"", record.provider, _markers(record, markers))
     previous = record.previous_response_id or (found.previous if found is not None else None)
     if session is None and previous in chains:
         session = chains[previous or ""]
@@ -193,42 +203,79 @@ def _row(
         chains[record.response_id] = session or ""
     counters = record.counters
     line = unit.offset >= 0
-    return {
-        "session": session,
-        "grouped": grouped,
-        "seq": (number << 32) + record.ordinal,
-        "time": record.time,
-        "request_id": request_id,
-        "deploy": deploy,
-        "source": record.source,
-        "format": record.format,
-        "file": str(path),
-        "offset": unit.offset if line else -1,
-        "length": unit.length if line else place[0],
-        "ordinal": place[1],
-        "endpoint": endpoint,
-        "provider": record.provider,
-        "model": record.model or (found.model if found is not None else None),
-        "evidence": record.evidence if found is not None else "counters",
-        "truncated": record.truncated,
-        "d_settings": found.settings if found else None,
-        "d_tools": found.tools if found else None,
-        "d_system": found.system if found else None,
-        "d_ttls": found.ttls if found else None,
-        "conv": found.conversation if found else None,
-        "items": found.items if found else 0,
-        "thread": found.thread if found else None,
-        "stored": found.stored if found else False,
-        "input_tokens": counters.input_tokens,
-        "cache_read": counters.cache_read,
-        "cache_write": counters.cache_write,
-        "output_tokens": counters.output_tokens,
-        "body": None,
-    }
+    # in the order of `harness.scan._table.COLUMNS`
+    if found is None:
+        digests: tuple[Any, ...] = (None, None, None, None, None, 0, None, False)
+        model = record.model
+        evidence = "counters"
+    else:
+        digests = (
+            found.settings,
+            found.tools,
+            found.system,
+            found.ttls,
+            found.conversation,
+            found.items,
+            found.thread,
+            found.stored,
+        )
+        model = record.model or found.model
+        evidence = record.evidence
+    return (
+        session,
+        grouped,
+        (number << 32) + record.ordinal,
+        record.time,
+        request_id,
+        deploy,
+        record.source,
+        record.format,
+        str(path),
+        unit.offset if line else -1,
+        unit.length if line else place[0],
+        place[1],
+        endpoint,
+        record.provider,
+        model,
+        evidence,
+        record.truncated,
+        *digests,
+        counters.input_tokens,
+        counters.cache_read,
+        counters.cache_write,
+        counters.output_tokens,
+        None,
+    )
+
+
+def _markers(record: TraceRecord, learnt: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
+    """The cache markers' keys of the record's provider, as its split names them (learnt from
+    its first body in the file); none for a body no provider splits (its digests then keep every
+    byte, and any change goes to the cache model, which sets aside only what a split names)."""
+    provider = record.provider
+    if provider is None:
+        return ()
+    known = learnt.get(provider)
+    if known is None:
+        body = record.body
+        if body is None and record.raw is not None:
+            try:
+                body = msgspec.json.decode(record.raw)
+            except (msgspec.DecodeError, RecursionError):
+                body = None
+        split = split_request(body, url=record.url) if isinstance(body, dict) else None
+        known = tuple(split.markers) if split is not None and split.provider == provider else ()
+        learnt[provider] = known
+    return known
 
 
 def _endpoint(record: TraceRecord) -> str:
     if record.url:
-        parts = urlsplit(record.url)
-        return f"{parts.hostname or ''}{parts.path}"
+        return _host_path(record.url)
     return record.provider or record.format
+
+
+@functools.lru_cache(maxsize=4096)
+def _host_path(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.hostname or ''}{parts.path}"

@@ -17,7 +17,7 @@ from harness.scan._read import Options, Tally, read_file
 from harness.scan._table import schema
 from tests.scan.test_one_model import EDITS, lint_breaks
 from tests.scan.traces import START, line, session_lines, write_lines
-from tests.support.bodies import MARK
+from tests.support.bodies import CHAT_URL, MARK
 from tests.support.conversations import conversation
 from tests.support.paths import EXAMPLES
 
@@ -123,7 +123,27 @@ def anthropic_thread(tmp_path: Path) -> Path:
     return write_lines(tmp_path / "thread.jsonl", rows)
 
 
+def another_providers_marker(tmp_path: Path) -> Path:
+    """An OpenAI Chat conversation whose messages carry Anthropic's `cache_control` (a proxy
+    forwarding it as it came), moved forward each turn: no marker to OpenAI's split, so to the
+    cache model each turn rewrites the message that held it (a break), while a digest that set
+    every provider's markers aside would see a conversation growing."""
+    rows = []
+    for turn in range(1, 4):
+        messages: list[dict[str, Any]] = []
+        for n in range(turn):
+            text = f"question {n} of the queue, in detail. " * 30
+            messages.append({"role": "user", "content": [{"type": "text", "text": text}]})
+            messages.append({"role": "assistant", "content": f"answer {n}"})
+        messages.pop()
+        messages[-1]["content"][0]["cache_control"] = MARK
+        body = {"model": "gpt-4o", "messages": messages}
+        rows.append(line(body, session="s", time=START + turn, url=CHAT_URL))
+    return write_lines(tmp_path / "openai.jsonl", rows)
+
+
 PLANTED = {
+    "another provider's marker": another_providers_marker,
     "anthropic thread": anthropic_thread,
     "shorthand opening": shorthand_opening,
     "ttls swapped": ttls_swapped,

@@ -46,9 +46,10 @@ class _Line(msgspec.Struct):
 
 
 _LINE: Final = msgspec.json.Decoder(_Line)
-# The provider whose usage rules read a URL's responses, found once per URL (a URL is one
-# provider's endpoint); a line without a URL is asked about its body each time.
-_PROVIDERS: dict[str, str | None] = {}
+# The provider whose usage rules read a URL's responses, found once per URL in a file (a URL is
+# one provider's endpoint); a line without a URL is asked about its body each time.
+_PROVIDERS: dict[str, Any] = {}  # URL -> Provider, or None
+_UNSEEN: Final = object()
 
 
 def _headers(value: Any) -> dict[str, str]:
@@ -69,6 +70,9 @@ class JsonlReader(Reader):
         if "body" in value and set(value) - {"session", "session_id", "id"} <= _WRAPPED:
             return True
         return any(key in value for key in _PROMPT) and "model" in value
+
+    def begin(self) -> None:
+        _PROVIDERS.clear()  # the providers registered may have changed since the last file
 
     def read(self, unit: Unit) -> Iterator[TraceRecord]:
         if unit.raw is not None:
@@ -147,16 +151,16 @@ def _fast(unit: Unit, name: str) -> TraceRecord | None:
 
 
 def _counters(raw: bytes, url: str, response: Any) -> tuple[str | None, Counters]:
-    if url not in _PROVIDERS:
+    provider = _PROVIDERS.get(url, _UNSEEN)
+    if provider is _UNSEEN:
         body, _ = body_of(raw)
-        _PROVIDERS[url] = response_counters(body, url, None)[0]
-    name = _PROVIDERS[url]
-    provider = provider_named(name) if name else None
-    if provider is None or response is None:
-        return name, Counters()
-    usage = usage_of(provider, response)
+        name = response_counters(body, url, None)[0]
+        provider = _PROVIDERS[url] = provider_named(name) if name else None
+    if provider is None:
+        return None, Counters()
+    usage = usage_of(provider, response) if response is not None else None
     if usage is None:
-        return name, Counters()
-    return name, Counters(
+        return provider.name, Counters()
+    return provider.name, Counters(
         usage.input_tokens, usage.read_tokens, usage.written_tokens, usage.output_tokens
     )
