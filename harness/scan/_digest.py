@@ -95,14 +95,13 @@ def digests_of(
         return None
     # the markers the body holds anywhere (one search each): most values then need no search
     needles = tuple(needle for needle in _needles(markers) if needle in data)
-    settings = xxhash.xxh3_64()
+    settings = xxhash.xxh3_64(_encode(list(top)))  # the top-level key order: Vertex caches it
     tools = system = b""
     ttls: set[bytes] = set()
     conversation = b""
     thread: bytes | None = None
     items = 0
     for key, raw in top.items():
-        settings.update(key.encode() + b";")  # the top-level key order: Vertex caches it
         value = bytes(raw)
         if key in markers:  # a top-level automatic marker: its TTL, not a setting
             ttls.update(_TTL.findall(value) or [b""])
@@ -231,9 +230,10 @@ def _unmarked(value: bytes, ttls: set[bytes], needles: tuple[bytes, ...]) -> byt
     Bedrock `cachePoint` block) goes whole, with one comma beside it. The members are those
     `_MEMBER` finds scanning left to right; a match can only start at a quoted marker key, so
     only those places (found by a byte search, which runs in C) are tried."""
-    starts = sorted(_places(value, needles))
-    if not starts:
-        return value
+    first = [(place, needle) for needle in needles if (place := value.find(needle)) >= 0]
+    if not first:
+        return value  # most values hold no marker: one search each
+    starts = sorted(_places(value, first))
     pieces: list[bytes] = []
     at = 0
     reach = 0  # where the last match ended: the next one starts at or after it
@@ -265,9 +265,9 @@ def _unmarked(value: bytes, ttls: set[bytes], needles: tuple[bytes, ...]) -> byt
     return b"".join(pieces)
 
 
-def _places(value: bytes, needles: tuple[bytes, ...]) -> Iterator[tuple[int, bytes]]:
-    for needle in needles:
-        place = value.find(needle)
+def _places(value: bytes, first: list[tuple[int, bytes]]) -> Iterator[tuple[int, bytes]]:
+    """Every place of each needle, from its first."""
+    for place, needle in first:
         while place >= 0:
             yield place, needle
             place = value.find(needle, place + 1)

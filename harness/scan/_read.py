@@ -92,14 +92,25 @@ def _chosen(options: Options) -> Reader | None:
     return reader
 
 
+@dataclass
+class _File:
+    """What reading one file keeps beside its rows."""
+
+    name: str  # the path, as the rows name it
+    number: int  # the file's place among the files given: the high bits of `seq`
+    options: Options
+    tally: Tally
+    chains: dict[str, str] = field(default_factory=dict)  # response id -> session
+    markers: dict[str, tuple[str, ...]] = field(default_factory=dict)  # provider -> its markers
+
+
 def read_file(path: Path, number: int, options: Options, tally: Tally) -> Iterator[Any]:
     """The file's rows as Arrow record batches (see the module doc); `tally` counts the rest."""
     reader = _chosen(options)
     if reader is not None:
         reader.begin()
     rows = Rows()
-    chains: dict[str, str] = {}
-    markers: dict[str, tuple[str, ...]] = {}
+    file = _File(str(path), number, options, tally)
     ordinal = 0
     sniffed = 0
     found = 0
@@ -128,9 +139,7 @@ def read_file(path: Path, number: int, options: Options, tally: Tally) -> Iterat
         for index, record in enumerate(records):
             record.ordinal = ordinal
             ordinal += 1
-            row = _row(
-                record, unit, (unit_no, index), path, number, options, (chains, markers), tally
-            )
+            row = _row(record, unit, (unit_no, index), file)
             if row is not None:
                 found += 1
                 batch = rows.add(row)
@@ -154,45 +163,45 @@ def _claims(reader: Reader, value: Any) -> bool:
         return False
 
 
+def _outside(time: float | None, options: Options) -> bool:
+    """Whether --since / --until leave the request out (one with no time, when a window is set)."""
+    if options.since is None and options.until is None:
+        return False
+    return (
+        time is None
+        or (options.since is not None and time < options.since)
+        or (options.until is not None and time > options.until)
+    )
+
+
 def _row(
-    record: TraceRecord,
-    unit: Unit,
-    place: tuple[int, int],
-    path: Path,
-    number: int,
-    options: Options,
-    learnt: tuple[dict[str, str], dict[str, tuple[str, ...]]],
-    tally: Tally,
+    record: TraceRecord, unit: Unit, place: tuple[int, int], file: _File
 ) -> tuple[Any, ...] | None:
-    chains, markers = learnt
+    options, tally = file.options, file.tally
+    if _outside(record.time, options):
+        tally.outside += 1
+        return None
     keyed = options.session_key or options.request_id_key or options.deploy_key
     view = record.view if record.view is not None or not keyed else unit.value
     session = id_of(dig(view, options.session_key)) if options.session_key else record.session
     if options.session_key and session is None:
         session = record.session
     found = None
-    if record.raw is not None or record.body is not None:
-        body = record.raw if record.raw is not None else record.body
-        found = digests_of(body or b"", record.provider, _markers(record, markers))
+    body = record.raw if record.raw is not None else record.body
+    if body is not None:
+        found = digests_of(body, record.provider, _markers(record, file.markers))
+        if found is None and record.body is not None:
+            tally.bad(record.source, "its request body is not a JSON object")
+            return None
     previous = record.previous_response_id or (found.previous if found is not None else None)
-    if session is None and previous in chains:
-        session = chains[previous or ""]
+    if session is None and previous in file.chains:
+        session = file.chains[previous or ""]
     request_id = record.request_id
     if options.request_id_key:
         request_id = id_of(dig(view, options.request_id_key)) or request_id
     deploy = record.deploy
     if options.deploy_key:
         deploy = id_of(dig(view, options.deploy_key)) or deploy
-    if (options.since is not None or options.until is not None) and (
-        record.time is None
-        or (options.since is not None and record.time < options.since)
-        or (options.until is not None and record.time > options.until)
-    ):
-        tally.outside += 1
-        return None
-    if record.body is not None and found is None:
-        tally.bad(record.source, "its request body is not a JSON object")
-        return None
     endpoint = _endpoint(record)
     grouped = session is None
     if grouped:
@@ -200,7 +209,7 @@ def _row(
         session = f"~{endpoint} {key}"
         tally.grouped += 1
     if record.response_id:
-        chains[record.response_id] = session or ""
+        file.chains[record.response_id] = session or ""
     counters = record.counters
     line = unit.offset >= 0
     # in the order of `harness.scan._table.COLUMNS`
@@ -224,13 +233,13 @@ def _row(
     return (
         session,
         grouped,
-        (number << 32) + record.ordinal,
+        (file.number << 32) + record.ordinal,
         record.time,
         request_id,
         deploy,
         record.source,
         record.format,
-        str(path),
+        file.name,
         unit.offset if line else -1,
         unit.length if line else place[0],
         place[1],
