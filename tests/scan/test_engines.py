@@ -96,3 +96,14 @@ def test_the_judge_is_a_function_of_the_rows_not_their_order(tmp_path: Path) -> 
         == again.sessions.sort_by("session").to_pylist()
     )
     assert first.findings.num_rows >= 3
+
+
+def test_duckdb_out_of_memory_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paths = mixed_input(tmp_path)
+    monkeypatch.setattr(_engines, "_MEMORY", "1MB")  # less than DuckDB can sort anything in
+    code, out, err = run(capsys, *paths, "--format", "json")
+    assert (code, out) == (2, "")
+    assert len(err.strip().splitlines()) == 1
+    assert "DuckDB ran out of the 1MB" in err and "Traceback" not in err
