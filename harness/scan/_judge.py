@@ -52,7 +52,15 @@ from harness.scan._extras import pyarrow, pyarrow_compute
 from harness.scan._figures import session_figures
 from harness.scan._tier import Pair, Plan, plan, wanted
 
-__all__ = ["FINDING_COLUMNS", "SESSION_COLUMNS", "UNEXPLAINED", "Judged", "judge", "table_schema"]
+__all__ = [
+    "FINDING_COLUMNS",
+    "SESSION_COLUMNS",
+    "UNEXPLAINED",
+    "Judged",
+    "forget_prices",
+    "judge",
+    "table_schema",
+]
 
 UNEXPLAINED: Final = "unexplained_miss"
 _SUMMARY: Final = 300  # characters of a finding's summary (redacted, one line)
@@ -128,7 +136,6 @@ def judge(
     (the engines pass `harness.scan._bytes.attach`); without it, the table's `body` column is
     what there is. `full` skips the digest tier (`harness.scan._tier.plan`'s `full`): every
     request is judged on its bytes, the reference the tier must agree with."""
-    _rate.cache_clear()  # prices are looked up once per batch (a price file may change)
     found = plan(table, _ttls(), full=full)
     if fetch is not None:
         found.table = fetch(found.table, wanted(found))
@@ -380,10 +387,9 @@ def _from_digests(found: Plan, pair: Pair, cols: _Columns) -> dict[str, Any]:
         severity="error",
         tokens_lost=tokens,
         usd_lost=_usd(tokens, cols["provider"][row], cols["model"][row], cols["time"][row]),
-        summary=line(
+        summary=(  # the scan's own words and numbers: nothing of the trace to redact
             f"{block}_changed: request {int(found.place[row])} does not extend request"
-            f" {int(found.place[before])}: the {block} digests differ (no bytes to compare)",
-            _SUMMARY,
+            f" {int(found.place[before])}: the {block} digests differ (no bytes to compare)"
         ),
     )
 
@@ -415,12 +421,11 @@ def _miss(found: Plan, row: int, cols: _Columns) -> dict[str, Any]:
         severity="warning",
         tokens_lost=tokens,
         usd_lost=_usd(tokens, cols["provider"][row], cols["model"][row], cols["time"][row]),
-        summary=line(
+        summary=(  # the scan's own words and numbers: nothing of the trace to redact
             f"{UNEXPLAINED}: request {int(found.place[row])} read 0 cached tokens where request"
             f" {int(found.place[row]) - 1} had {expected:,} cached, and the bytes the trace holds"
             " do not explain it (an eviction, a routing change, a prefix under the minimum, or"
-            " content the trace does not hold)",
-            _SUMMARY,
+            " content the trace does not hold)"
         ),
     )
 
@@ -435,10 +440,15 @@ def _usd(tokens: int | None, provider: Any, model: Any, time: Any) -> float | No
     return round(tokens * rate / 1_000_000, 6)
 
 
-@functools.lru_cache(maxsize=1024)
+def forget_prices() -> None:
+    """Look the prices up again (a scan starts: the project's price files may have changed)."""
+    _rate.cache_clear()
+
+
+@functools.lru_cache(maxsize=4096)
 def _rate(provider: str, model: str | None, day: datetime.date | None) -> float | None:
     """Dollars a million tokens lost cost: the price row's input price less its cache-read
-    price (`harness cost`'s rows; looked up once per provider, model and day in a batch)."""
+    price (`harness cost`'s rows; looked up once per provider, model and day in a scan)."""
     price = price_for(provider, model, day)
     if price is None:
         return None
