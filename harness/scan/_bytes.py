@@ -20,15 +20,18 @@ from harness._shared._errors import HarnessError
 from harness.scan._extras import pyarrow
 from harness.scan._readers import reader_named
 from harness.scan._readers._base import BadRecord, Unit
-from harness.scan._record import TraceRecord
+from harness.scan._record import TraceRecord, joined
 from harness.scan._sources import Malformed, reread_lines, units
 
 __all__ = ["attach", "body_bytes"]
 
 
 def body_bytes(record: TraceRecord) -> bytes | None:
+    """The record's request body as JSON text: as sent, or encoded from what the reader kept."""
     if record.raw is not None:
         return record.raw
+    if record.members is not None:
+        return joined(record.members)
     return msgspec.json.encode(record.body) if record.body is not None else None
 
 

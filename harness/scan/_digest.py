@@ -27,9 +27,7 @@ top-level keys is part of the settings' digest: on Vertex it reaches the cache.
 
 from __future__ import annotations
 
-import functools
-import re
-from collections.abc import Iterator
+from collections.abc import Mapping
 from typing import Any, Final, NamedTuple
 
 import msgspec
@@ -39,8 +37,18 @@ from harness._shared._views import encode_json
 from harness.cache._extends import strip
 from harness.providers._anthropic import continues_thread
 from harness.providers._registry import provider_named
+from harness.scan._conversation import Conversation, Conversations, running
+from harness.scan._markers import needles_of, ttls_of, unmarked
 
-__all__ = ["BLOCKS", "CONVERSATION", "DIGEST_SIZE", "Digests", "digests_of", "first_block"]
+__all__ = [
+    "BLOCKS",
+    "CONVERSATION",
+    "DIGEST_SIZE",
+    "Digests",
+    "digests_of",
+    "digests_of_members",
+    "first_block",
+]
 
 DIGEST_SIZE: Final = 8
 CONVERSATION: Final = ("messages", "input", "contents")
@@ -50,15 +58,13 @@ SYSTEM: Final = frozenset({"system", "instructions", "systemInstruction", "syste
 BLOCKS: Final = ("settings", "tools", "system", "messages")
 
 _top = msgspec.json.Decoder(dict[str, msgspec.Raw])
-_items = msgspec.json.Decoder(list[msgspec.Raw])
 _encode = msgspec.json.encode
 _hash = xxhash.xxh3_64_digest
-_SPACE: Final = b" \t\r\n"
-_TTL: Final = re.compile(rb'"ttl"\s*:\s*"([^"]*)"')
 # Openings already read (`_thread`), by provider and the opening's digest; cleared when full.
 _THREADS: dict[tuple[str | None, tuple[str, ...], bytes], bytes | None] = {}
 _THREADS_KEPT: Final = 4096
 _UNKNOWN: Final = object()
+_NONE: Final = Conversation(b"", 0, None)
 
 
 class Digests(NamedTuple):
@@ -93,25 +99,38 @@ def digests_of(
         top = _top.decode(data)
     except (msgspec.DecodeError, RecursionError):
         return None
-    # the markers the body holds anywhere (one search each): most values then need no search
-    needles = tuple(needle for needle in _needles(markers) if needle in data)
+    return digests_of_members(top, provider, markers)
+
+
+def digests_of_members(
+    top: Mapping[str, msgspec.Raw],
+    provider: str | None,
+    markers: tuple[str, ...],
+    memory: Conversations | None = None,
+    session: str | None = None,
+) -> Digests:
+    """`digests_of` a body given as its top-level members' JSON texts, in order. With `memory`
+    and the request's `session`, the conversation extends what the session's previous request
+    read (`harness.scan._conversation`: the same digests, made from the new items only)."""
+    needles = needles_of(markers)
     settings = xxhash.xxh3_64(_encode(list(top)))  # the top-level key order: Vertex caches it
     tools = system = b""
     ttls: set[bytes] = set()
-    conversation = b""
-    thread: bytes | None = None
-    items = 0
+    conversation: Conversation | None = None
     for key, raw in top.items():
         value = bytes(raw)
         if key in markers:  # a top-level automatic marker: its TTL, not a setting
-            ttls.update(_TTL.findall(value) or [b""])
+            ttls.update(ttls_of(value))
             continue
-        if needles:
-            value = _unmarked(value, ttls, needles)
-        if key in CONVERSATION and not conversation:
-            conversation, items, opening = _conversation(value)
-            thread = _thread(opening, provider, markers)
-        elif key in TOOLS:
+        if key in CONVERSATION and conversation is None:
+            if memory is not None and session is not None:
+                conversation = memory.read((session, key, needles), value, ttls, needles)
+            else:
+                conversation = running(value, ttls, needles)
+            continue
+        if needles and value[:1] in b"{[":  # only an object or a list holds a member
+            value = unmarked(value, ttls, needles)
+        if key in TOOLS:
             tools = _hash(tools + key.encode() + value)
         elif key in SYSTEM:
             system = _hash(system + key.encode() + value)
@@ -122,22 +141,23 @@ def digests_of(
     if len(ttls) == 1:
         ttl = _hash(next(iter(ttls)))
     elif ttls:  # markers asking for several TTLs: which place asks which is not in the digests,
-        ttl = _hash(b"mixed;" + data)  # so the pair always goes to the cache model
+        ttl = _hash(b"mixed;" + b",".join(map(bytes, top.values())))  # so the cache model judges
+    found = conversation or _NONE
     return Digests(
         settings.digest(),
         tools,
         system,
         ttl,
-        conversation,
-        items,
+        found.digests,
+        found.items,
         stored,
         _text(top.get("model")),
         _text(top.get("previous_response_id")),
-        thread,
+        _thread(found.opening, provider, markers) if conversation is not None else None,
     )
 
 
-def _thread_held(top: dict[str, msgspec.Raw]) -> bool:
+def _thread_held(top: Mapping[str, msgspec.Raw]) -> bool:
     """Whether the body continues an Anthropic server-held message thread (`RequestSplit.held`
     as the provider's split says it)."""
     raw = top.get("thread")
@@ -187,102 +207,6 @@ def _text(raw: msgspec.Raw | None) -> str | None:
     except msgspec.DecodeError:
         return None
     return value if isinstance(value, str) else None
-
-
-def _conversation(value: bytes) -> tuple[bytes, int, bytes | None]:
-    """The running digests of a conversation, its length, and its opening's bytes (the first
-    item, or a plain string itself; None for an empty list)."""
-    try:
-        items = _items.decode(value)
-    except msgspec.ValidationError:  # a plain string (`input: "..."`): one item
-        return _hash(value), 1, value if value.lstrip()[:1] == b'"' else None
-    except (msgspec.DecodeError, RecursionError):
-        return _hash(value), 1, None
-    running = xxhash.xxh3_64()
-    update, digest = running.update, running.digest
-    out = []
-    for item in items:  # the running digest after each item: one pass over the bytes
-        update(item)
-        out.append(digest())
-    return b"".join(out), len(items), bytes(items[0]) if items else None
-
-
-@functools.cache
-def _needles(markers: tuple[str, ...]) -> tuple[bytes, ...]:
-    """The marker keys as they start a member in JSON text (quoted)."""
-    return tuple(_encode(name) for name in markers)
-
-
-@functools.cache
-def _member(needle: bytes) -> re.Pattern[bytes]:
-    """A marker member: its key, and a flat object for its value (`"cache_control":{"type":
-    "ephemeral"}`); in JSON text the key is never preceded by a backslash, so a quoted marker
-    inside a string is left alone. A marker this does not match (a nested value) is left in:
-    the digests then differ, and the cache model, which sets the markers aside, judges the pair.
-    A list item that is only a marker (`{"cachePoint":{"type":"default"}}`) goes whole
-    (`_unmarked`)."""
-    return re.compile(re.escape(needle) + rb"[ \t\r\n]*:[ \t\r\n]*\{[^{}]*\}")
-
-
-def _unmarked(value: bytes, ttls: set[bytes], needles: tuple[bytes, ...]) -> bytes:
-    """`value` without its cache markers; the TTLs they ask for (b"" for the default) are added
-    to `ttls`. A member goes with one comma beside it; an object that held only a marker (a
-    Bedrock `cachePoint` block) goes whole, with one comma beside it. The members are those
-    `_MEMBER` finds scanning left to right; a match can only start at a quoted marker key, so
-    only those places (found by a byte search, which runs in C) are tried."""
-    first = [(place, needle) for needle in needles if (place := value.find(needle)) >= 0]
-    if not first:
-        return value  # most values hold no marker: one search each
-    starts = sorted(_places(value, first))
-    pieces: list[bytes] = []
-    at = 0
-    reach = 0  # where the last match ended: the next one starts at or after it
-    for place, needle in starts:
-        if place < reach:
-            continue
-        found = _member(needle).match(value, place)
-        if found is None:
-            continue
-        start, end = found.span()
-        reach = end
-        if start < at:
-            continue
-        ttls.update(_TTL.findall(found.group()) or [b""])
-        before = _back(value, start)
-        after = _forward(value, end)
-        if before > 0 and value[before - 1 : before] == b"{" and value[after : after + 1] == b"}":
-            start, end = before - 1, after + 1  # an object of its own: the whole item
-            before, after = _back(value, start), _forward(value, end)
-        if value[after : after + 1] == b",":
-            end = _forward(value, after + 1)
-        elif before > 0 and value[before - 1 : before] == b",":
-            start = before - 1
-        pieces.append(value[at:start])
-        at = end
-    if not pieces:
-        return value
-    pieces.append(value[at:])
-    return b"".join(pieces)
-
-
-def _places(value: bytes, first: list[tuple[int, bytes]]) -> Iterator[tuple[int, bytes]]:
-    """Every place of each needle, from its first."""
-    for place, needle in first:
-        while place >= 0:
-            yield place, needle
-            place = value.find(needle, place + 1)
-
-
-def _back(value: bytes, index: int) -> int:
-    while index > 0 and value[index - 1] in _SPACE:
-        index -= 1
-    return index
-
-
-def _forward(value: bytes, index: int) -> int:
-    while index < len(value) and value[index] in _SPACE:
-        index += 1
-    return index
 
 
 def first_block(found: Digests) -> bytes:

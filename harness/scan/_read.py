@@ -26,11 +26,12 @@ import msgspec
 
 from harness._shared._errors import UsageError
 from harness.providers import split_request
-from harness.scan._digest import digests_of, first_block
+from harness.scan._conversation import Conversations
+from harness.scan._digest import digests_of, digests_of_members, first_block
 from harness.scan._keys import dig, id_of
 from harness.scan._readers import Reader, reader_named, readers
 from harness.scan._readers._base import BadRecord, Unit
-from harness.scan._record import TraceRecord
+from harness.scan._record import TraceRecord, joined
 from harness.scan._sources import Malformed, units
 from harness.scan._table import Rows
 
@@ -102,6 +103,7 @@ class _File:
     tally: Tally
     chains: dict[str, str] = field(default_factory=dict)  # response id -> session
     markers: dict[str, tuple[str, ...]] = field(default_factory=dict)  # provider -> its markers
+    conversations: Conversations = field(default_factory=Conversations)
 
 
 def read_file(path: Path, number: int, options: Options, tally: Tally) -> Iterator[Any]:
@@ -188,7 +190,15 @@ def _row(
         session = record.session
     found = None
     body = record.raw if record.raw is not None else record.body
-    if body is not None:
+    if record.members is not None:
+        found = digests_of_members(
+            record.members,
+            record.provider,
+            _markers(record, file.markers),
+            file.conversations,
+            session or record.url,  # what the conversation read last is remembered by
+        )
+    elif body is not None:
         found = digests_of(body, record.provider, _markers(record, file.markers))
         if found is None and record.body is not None:
             tally.bad(record.source, "its request body is not a JSON object")
@@ -267,9 +277,10 @@ def _markers(record: TraceRecord, learnt: dict[str, tuple[str, ...]]) -> tuple[s
     known = learnt.get(provider)
     if known is None:
         body = record.body
-        if body is None and record.raw is not None:
+        text = record.raw if record.members is None else joined(record.members)
+        if body is None and text is not None:
             try:
-                body = msgspec.json.decode(record.raw)
+                body = msgspec.json.decode(text)
             except (msgspec.DecodeError, RecursionError):
                 body = None
         split = split_request(body, url=record.url) if isinstance(body, dict) else None

@@ -21,7 +21,7 @@ from harness.providers import provider_named
 from harness.providers._registry import usage_of
 from harness.scan._keys import id_of, seconds
 from harness.scan._readers._base import BadRecord, Reader, Unit, body_of, response_counters
-from harness.scan._record import Counters, TraceRecord
+from harness.scan._record import Counters, TraceRecord, joined
 
 __all__ = ["JsonlReader"]
 
@@ -31,10 +31,10 @@ _SESSION_HEADERS: Final = ("x-session-id", "session-id", "x-conversation-id")
 
 
 class _Line(msgspec.Struct):
-    """A wrapped line, its body left as bytes (the fast path: the body is never decoded into
-    objects, only digested)."""
+    """A wrapped line, its body an object whose members are left as JSON text (the fast path:
+    the body is never decoded into objects, only digested)."""
 
-    body: msgspec.Raw
+    body: dict[str, msgspec.Raw]
     url: str | None = None
     time: Any = None
     headers: Any = None
@@ -125,11 +125,10 @@ def _fast(unit: Unit, name: str) -> TraceRecord | None:
     try:
         line = _LINE.decode(unit.raw or b"")
     except (msgspec.DecodeError, RecursionError):
-        return None
-    raw = bytes(line.body)
-    if raw[:1] != b"{" or line.url is None:
-        return None  # a body as text, or no URL: the general path
-    provider, found = _counters(raw, line.url, line.response)
+        return None  # a body as text (or none), or not a line of this shape: the general path
+    if line.url is None:
+        return None  # no URL: the general path (the body's shape says its provider)
+    provider, found = _counters(line.body, line.url, line.response)
     headers = _headers(line.headers)
     session = id_of(line.session_id) or id_of(line.session)
     session = session or next((headers[h] for h in _SESSION_HEADERS if h in headers), None)
@@ -142,7 +141,7 @@ def _fast(unit: Unit, name: str) -> TraceRecord | None:
         request_id=id_of(line.id) or headers.get("x-request-id"),
         time=seconds(time),
         url=line.url,
-        raw=raw,
+        members=line.body,
         evidence="exact",
         provider=provider,
         counters=found,
@@ -150,10 +149,12 @@ def _fast(unit: Unit, name: str) -> TraceRecord | None:
     )
 
 
-def _counters(raw: bytes, url: str, response: Any) -> tuple[str | None, Counters]:
+def _counters(
+    members: dict[str, msgspec.Raw], url: str, response: Any
+) -> tuple[str | None, Counters]:
     provider = _PROVIDERS.get(url, _UNSEEN)
     if provider is _UNSEEN:
-        body, _ = body_of(raw)
+        body, _ = body_of(joined(members))
         name = response_counters(body, url, None)[0]
         provider = _PROVIDERS[url] = provider_named(name) if name else None
     if provider is None:
