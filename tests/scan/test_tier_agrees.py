@@ -142,7 +142,51 @@ def another_providers_marker(tmp_path: Path) -> Path:
     return write_lines(tmp_path / "openai.jsonl", rows)
 
 
+def schema_keys_moved(tmp_path: Path) -> Path:
+    """The third request sends a tool's schema with its keys in another order (a framework that
+    rebuilds schemas from a set: bifrost #2082): the same tools to a key-sorted trace, other
+    bytes to the provider, whose body the proxy logged as sent."""
+    rows = []
+    for turn in range(1, 5):
+        body = conversation(turn)
+        if turn >= 3:
+            schema = body["tools"][1]["input_schema"]
+            schema["properties"] = {"q": {"type": "string"}}
+            body["tools"][1]["input_schema"] = dict(reversed(list(schema.items())))
+        else:
+            body["tools"][1]["input_schema"]["properties"] = {"q": {"type": "string"}}
+        rows.append(line(body, session="s", time=START + turn, read=100 if turn > 1 else 0))
+    return write_lines(tmp_path / "schema.jsonl", rows)
+
+
+def settings_keys_moved(tmp_path: Path) -> Path:
+    """The third request sends its top-level members in another order, nothing else changed."""
+    rows = []
+    for turn in range(1, 5):
+        body = conversation(turn)
+        if turn >= 3:
+            body = {
+                key: body[key] for key in ("messages", "system", "tools", "max_tokens", "model")
+            }
+        rows.append(line(body, session="s", time=START + turn, read=100 if turn > 1 else 0))
+    return write_lines(tmp_path / "order.jsonl", rows)
+
+
+def counters_miss(tmp_path: Path) -> Path:
+    """A conversation that keeps its prefix byte for byte, and the provider's counters say its
+    fourth request read nothing though the third had cached tokens: an unexplained miss, seen
+    by the digests alone."""
+    rows = [
+        line(conversation(turn), session="s", time=START + turn, read=0 if turn in (1, 4) else 90)
+        for turn in range(1, 6)
+    ]
+    return write_lines(tmp_path / "miss.jsonl", rows)
+
+
 PLANTED = {
+    "a tool schema's keys moved": schema_keys_moved,
+    "the top-level keys moved": settings_keys_moved,
+    "a miss only the counters show": counters_miss,
     "another provider's marker": another_providers_marker,
     "anthropic thread": anthropic_thread,
     "shorthand opening": shorthand_opening,
@@ -169,3 +213,16 @@ def test_the_tier_agrees_with_the_full_judge_on_each_planted_edit(
     path = write_lines(tmp_path / "s.jsonl", session_lines("s", turns=5, edit=EDITS[name]))
     tier, full = both(path)
     assert tier == full
+
+
+EXPECTED = {
+    "a tool schema's keys moved": [(3, "tools_changed", "exact")],
+    "the top-level keys moved": [],  # not a break on Anthropic (the near miss of the above)
+    "a miss only the counters show": [(4, "unexplained_miss", "counters")],
+}
+
+
+@pytest.mark.parametrize("name", list(EXPECTED))
+def test_what_the_tier_finds_on_the_planted_edits(tmp_path: Path, name: str) -> None:
+    tier, _ = both(PLANTED[name](tmp_path))
+    assert [(f["request"], f["verdict"], f["evidence"]) for f in tier] == EXPECTED[name]
