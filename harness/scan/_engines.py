@@ -228,6 +228,7 @@ def run_dask(
     *,
     scheduler: str | None,
     workers: int | None,
+    progress: Callable[[str], None] = lambda text: None,
 ) -> list[Judged]:
     dd, distributed = dask_modules()
     pd = pandas()
@@ -237,20 +238,31 @@ def run_dask(
     if any(_digest_table(path) is not None for path in files):
         raise UsageError("a digest table (Parquet) is read by --engine duckdb only")
     if scheduler:
-        client = distributed.Client(scheduler)
+        try:
+            client = distributed.Client(scheduler)
+        except (OSError, TimeoutError, ValueError) as error:
+            why = _first_line(error)
+            raise UsageError(
+                f"--scheduler {scheduler}: cannot reach a Dask scheduler there ({why})"
+            ) from None
         cluster = None
     else:
         # worker processes, one thread each: the judge is Python, so threads would share one
         # core; one worker runs in this process (nothing to start)
+        processes = (workers or 1) > 1
         cluster = distributed.LocalCluster(
             n_workers=workers or 1,
             threads_per_worker=1,
-            processes=(workers or 1) > 1,
+            processes=processes,
             dashboard_address=None,
-            host="127.0.0.1",
+            # worker processes talk over TCP on this machine only; one worker in this process
+            # talks in memory (an in-process address has no host: giving one fails to start)
+            **({"host": "127.0.0.1"} if processes else {}),
         )
         client = distributed.Client(cluster)
     try:
+        where = scheduler or f"{workers or 1} local worker(s)"
+        progress(f"harness scan: reading and judging {len(files):,} file(s) on Dask ({where})")
         parts = [
             delayed(_read_part)(str(path), number, options) for number, path in enumerate(files)
         ]

@@ -51,6 +51,7 @@ def scan(paths: Sequence[str], settings: Settings) -> ScanResult:
                 tally,
                 scheduler=settings.scheduler,
                 workers=settings.workers,
+                progress=progress.show,
             )
         else:
             judged = list(run_duckdb(found, settings.options, tally, progress.show))
