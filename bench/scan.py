@@ -11,7 +11,10 @@ Parquet digest table) and measures, each in a fresh process so CPU time and peak
 - Dask on one machine (`--engine dask --workers 2`) on the smaller size's JSONL.
 Requests per second per core are requests over the process's CPU seconds (user + system, its
 children included: Dask's worker processes), so a loaded machine's wall clock does not enter
-them; each figure is the median of `--repeat` runs with its spread (min-max). Progress goes to
+them; each figure is the median of `--repeat` runs with its spread (min-max). With two sizes it
+also prints what each request past the smaller size cost (the difference of the two runs' CPU
+over the difference of their sizes): what a run pays once, starting Python and importing its
+libraries, left out of both the scan's figure and its floor's. Progress goes to
 stderr; stdout is the Markdown table. Targets (issue 31): the digest tier within 3x of its
 floor; the byte tier at least 20k requests/s per core; peak RSS flat from 100k to 1M.
 """
@@ -189,6 +192,7 @@ def render(figures: list[Figure]) -> str:
                 f" DuckDB's CPU time ({dask.wall_s:.1f} s against {byte.wall_s:.1f} s wall)"
             )
     if len(sizes) > 1:
+        lines += _marginal(by, sizes[0], sizes[-1])
         for name in (DIGEST, BYTES):
             small, large = by.get((sizes[0], name)), by.get((sizes[-1], name))
             if small and large:
@@ -199,6 +203,31 @@ def render(figures: list[Figure]) -> str:
                     f" {sizes[-1] // sizes[0]}x the requests)"
                 )
     return "\n".join(lines) + "\n"
+
+
+def _marginal(by: dict[tuple[int, str], Figure], small: int, large: int) -> list[str]:
+    """The figures between two sizes: the CPU each request past the smaller size cost, which
+    leaves out what every run pays once (starting Python, importing the engine and the judge,
+    pricing tables), for the scan and its floor alike."""
+    lines = []
+    extra = large - small
+
+    def per_request(name: str) -> float | None:
+        a, b = by.get((small, name)), by.get((large, name))
+        return (b.cpu_s - a.cpu_s) / extra if a and b and b.cpu_s > a.cpu_s else None
+
+    for tier, floor, what in ((DIGEST, FLOOR_P, "digest tier"), (BYTES, FLOOR_J, "byte tier")):
+        scan, base = per_request(tier), per_request(floor)
+        if scan is None:
+            continue
+        text = (
+            f"- {small:,} to {large:,}: each request past {small:,} costs the {what}"
+            f" {scan * 1e6:,.1f} us of CPU ({1 / scan:,.0f} requests/s per core)"
+        )
+        if base is not None:
+            text += f", {scan / base:.1f}x its floor's {base * 1e6:,.2f} us"
+        lines.append(text)
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -31,3 +31,4 @@ def test_a_toy_run_renders_its_table(capsys: pytest.CaptureFixture[str]) -> None
     out = capsys.readouterr().out
     assert out.count("\n| 200 |") == 5 and out.count("\n| 400 |") == 4
     assert "the digest tier takes" in out and "peak RSS" in out
+    assert "each request past 200 costs the byte tier" in out
