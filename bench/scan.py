@@ -214,17 +214,18 @@ def _marginal(by: dict[tuple[int, str], Figure], small: int, large: int) -> list
 
     def per_request(name: str) -> float | None:
         a, b = by.get((small, name)), by.get((large, name))
-        return (b.cpu_s - a.cpu_s) / extra if a and b and b.cpu_s > a.cpu_s else None
+        return (b.cpu_s - a.cpu_s) / extra if a and b else None
 
     for tier, floor, what in ((DIGEST, FLOOR_P, "digest tier"), (BYTES, FLOOR_J, "byte tier")):
         scan, base = per_request(tier), per_request(floor)
         if scan is None:
             continue
-        text = (
-            f"- {small:,} to {large:,}: each request past {small:,} costs the {what}"
-            f" {scan * 1e6:,.1f} us of CPU ({1 / scan:,.0f} requests/s per core)"
-        )
-        if base is not None:
+        head = f"- {small:,} to {large:,}: each request past {small:,} costs the {what}"
+        if scan <= 0:  # toy sizes: the larger run took no more CPU than the smaller
+            lines.append(f"{head} no CPU the runs could tell apart")
+            continue
+        text = f"{head} {scan * 1e6:,.1f} us of CPU ({1 / scan:,.0f} requests/s per core)"
+        if base is not None and base > 0:
             text += f", {scan / base:.1f}x its floor's {base * 1e6:,.2f} us"
         lines.append(text)
     return lines
