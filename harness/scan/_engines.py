@@ -80,6 +80,7 @@ def run_duckdb(
         except db.Error as error:
             raise UsageError(f"DuckDB could not start: {_first_line(error)}") from None
         try:
+            _run(con, "SET enable_progress_bar = false")  # the scan's progress line is its own
             yield from _duckdb(con, files, options, tally, progress)
         except db.OutOfMemoryException as error:
             raise UsageError(
