@@ -102,7 +102,8 @@ class _File:
     options: Options
     tally: Tally
     chains: dict[str, str] = field(default_factory=dict)  # response id -> session
-    markers: dict[str, tuple[str, ...]] = field(default_factory=dict)  # provider -> its markers
+    # (endpoint, provider) -> the markers its bodies' split names
+    markers: dict[tuple[str, str | None], tuple[str, ...]] = field(default_factory=dict)
     conversations: Conversations = field(default_factory=Conversations)
 
 
@@ -267,14 +268,17 @@ def _row(
     )
 
 
-def _markers(record: TraceRecord, learnt: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
-    """The cache markers' keys of the record's provider, as its split names them (learnt from
-    its first body in the file); none for a body no provider splits (its digests then keep every
-    byte, and any change goes to the cache model, which sets aside only what a split names)."""
-    provider = record.provider
-    if provider is None:
-        return ()
-    known = learnt.get(provider)
+def _markers(
+    record: TraceRecord, learnt: dict[tuple[str, str | None], tuple[str, ...]]
+) -> tuple[str, ...]:
+    """The cache markers' keys the cache model sets aside in this record's body: those of the
+    split the judge makes of it (the body sent to its endpoint, `harness.scan._judge`), learnt
+    from the first body per endpoint (and provider, as the trace names it) in the file; none for
+    a body no provider splits (its digests then keep every byte, and any change goes to the
+    cache model, which sets aside only what a split names)."""
+    endpoint = _endpoint(record)
+    key = (endpoint, record.provider)
+    known = learnt.get(key)
     if known is None:
         body = record.body
         text = record.raw if record.members is None else joined(record.members)
@@ -283,9 +287,9 @@ def _markers(record: TraceRecord, learnt: dict[str, tuple[str, ...]]) -> tuple[s
                 body = msgspec.json.decode(text)
             except (msgspec.DecodeError, RecursionError):
                 body = None
-        split = split_request(body, url=record.url) if isinstance(body, dict) else None
-        known = tuple(split.markers) if split is not None and split.provider == provider else ()
-        learnt[provider] = known
+        url = f"https://{endpoint}" if "/" in endpoint else None  # as the judge sends it
+        split = split_request(body, url=url) if isinstance(body, dict) else None
+        known = learnt[key] = tuple(split.markers) if split is not None else ()
     return known
 
 

@@ -139,3 +139,42 @@ def test_a_session_read_from_a_trace_reads_alike_with_and_without_the_memory(
     remembered = rows(path)
     monkeypatch.setattr(_read, "Conversations", lambda: Conversations(kept=0))
     assert rows(path) == remembered
+
+
+def helicone_rows(turns_: int) -> list[dict[str, Any]]:
+    """A Helicone export of one OpenAI conversation (the provider as Helicone spells it), its
+    `prompt_cache_breakpoint` on the newest user turn each request."""
+    rows = []
+    for turn in range(1, turns_ + 1):
+        messages = turns(turn, {"mode": "explicit"})
+        for message in messages:
+            block = message["content"][-1]
+            if "cache_control" in block:
+                block["prompt_cache_breakpoint"] = block.pop("cache_control")
+        rows.append(
+            {
+                "request_id": f"r{turn}",
+                "request_created_at": f"2026-01-01T00:00:{10 + turn}Z",
+                "target_url": "https://api.openai.com/v1/chat/completions",
+                "provider": "OPENAI",
+                "model": "gpt-5.6",
+                "request_body": {"model": "gpt-5.6", "messages": messages},
+                "properties": {"Helicone-Session-Id": "s"},
+                "prompt_tokens": 2000,
+                "prompt_cache_read_tokens": 1024 if turn > 1 else 0,
+            }
+        )
+    return rows
+
+
+def test_a_moving_breakpoint_needs_no_bytes_read_again_however_the_trace_names_its_provider(
+    tmp_path: Path,
+) -> None:
+    from harness.scan._tier import needs_bytes
+
+    path = write_lines(tmp_path / "helicone.jsonl", helicone_rows(5))
+    batches = list(read_file(path, 0, Options(), Tally()))
+    table = pyarrow().Table.from_batches(batches, schema=schema())
+    assert table["provider"].to_pylist() == ["OPENAI"] * 5
+    _, wanted = needs_bytes(table)
+    assert not wanted.any()  # the marker moved forward: the digests clear every request
