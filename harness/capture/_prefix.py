@@ -103,6 +103,12 @@ class PrefixBreak:
         return "warning" if self.report.kind in WARNING_KINDS else "error"
 
     def to_text(self) -> str:
+        return f"{self.headline}\n{self.report.to_text()}"
+
+    @property
+    def headline(self) -> str:
+        """The first line of `to_text`: the verdict, the requests and what it costs (made without
+        printing the drift report)."""
         where = f" ({self.endpoint})" if self.endpoint else ""
         if self.report.kind in UNCERTAIN_KINDS:
             head = (
@@ -123,7 +129,7 @@ class PrefixBreak:
                 f" {self.bytes_lost:,} of {self.prefix_bytes:,} prefix bytes lost"
                 f" (~{self.tokens_lost:,} tokens, bytes / {BYTES_PER_TOKEN})"
             )
-        return f"{head}\n{self.report.to_text()}"
+        return head
 
 
 @dataclass

@@ -5,8 +5,9 @@ Layout (data flows down):
   LiteLLM, Helicone, Bedrock, proxy JSONL, the harness's cassettes, vcrpy and pydantic-ai
   cassettes), each turning a record into a `TraceRecord` (`_record.py`);
 - `_sources.py` (paths, decompression, units of a file), `_keys.py` (dotted keys, times),
-  `_read.py` (a file to rows), `_digest.py` (the digest tier's keys), `_table.py` (the scan
-  table's columns);
+  `_read.py` (a file to rows), `_digest.py` (the digest tier's keys), `_markers.py` (cache
+  markers set aside from JSON text), `_conversation.py` (a conversation's running digests, and
+  the memory that extends them turn by turn), `_table.py` (the scan table's columns);
 - `_engines.py`: DuckDB (embedded, the default) and Dask (beyond one machine), which only read,
   partition and call the judge;
 - `_tier.py` (the digest tier, vectorised), `_bytes.py` (a pair's bytes read again) and

@@ -20,54 +20,79 @@ from harness._shared._errors import HarnessError
 from harness.scan._extras import pyarrow
 from harness.scan._readers import reader_named
 from harness.scan._readers._base import BadRecord, Unit
-from harness.scan._record import TraceRecord
-from harness.scan._sources import Malformed, reread_line, units
+from harness.scan._record import TraceRecord, joined
+from harness.scan._sources import Malformed, reread_lines, units
 
 __all__ = ["attach", "body_bytes"]
 
 
 def body_bytes(record: TraceRecord) -> bytes | None:
+    """The record's request body as JSON text: as sent, or encoded from what the reader kept."""
     if record.raw is not None:
         return record.raw
+    if record.members is not None:
+        return joined(record.members)
     return msgspec.json.encode(record.body) if record.body is not None else None
 
 
 def attach(table: Any, wanted: np.ndarray[Any, Any]) -> Any:
     """`table` with the bodies of the `wanted` rows read again (see the module doc)."""
-    rows = np.flatnonzero(wanted).tolist()
-    if not rows:
+    rows = np.flatnonzero(wanted)
+    if not len(rows):
         return table
-    files = table["file"].to_pylist()
-    formats = table["format"].to_pylist()
-    offsets = table["offset"].to_pylist()
-    lengths = table["length"].to_pylist()
-    ordinals = table["ordinal"].to_pylist()
+    asked = table.select(["file", "format", "offset", "length", "ordinal"]).take(rows)
+    files = asked["file"].to_pylist()
+    formats = asked["format"].to_pylist()
+    offsets = asked["offset"].to_pylist()
+    lengths = asked["length"].to_pylist()
+    ordinals = asked["ordinal"].to_pylist()
     bodies: list[bytes | None] = [None] * table.num_rows
+    lines: dict[str, list[int]] = {}  # file -> the places in `rows` of its lines
     documents: dict[str, dict[tuple[int, int], bytes | None]] = {}
-    for row in rows:
-        path, fmt = files[row], formats[row]
+    for place, row in enumerate(rows.tolist()):
+        path, fmt = files[place], formats[place]
         if path is None or fmt is None or reader_named(fmt) is None:
             continue  # a digest table: no record to read again
+        if offsets[place] is not None and offsets[place] >= 0:
+            lines.setdefault(path, []).append(place)
+            continue
         try:
-            if offsets[row] is not None and offsets[row] >= 0:
-                bodies[row] = _line(Path(path), fmt, offsets[row], lengths[row], ordinals[row])
-            else:
-                if path not in documents:
-                    documents[path] = _document(Path(path), fmt)
-                bodies[row] = documents[path].get((lengths[row], ordinals[row]))
+            if path not in documents:
+                documents[path] = _document(Path(path), fmt)
+            bodies[row] = documents[path].get((lengths[place], ordinals[place]))
         except (OSError, HarnessError, BadRecord, msgspec.DecodeError):
             bodies[row] = None
+    for path, places in lines.items():
+        for fmt in {formats[p] for p in places}:
+            begin = reader_named(fmt)
+            if begin is not None:
+                begin.begin()
+        try:
+            read = reread_lines(Path(path), [(offsets[p], lengths[p]) for p in places])
+        except (OSError, HarnessError):
+            continue  # the file went away under the scan: the digests speak
+        for place in places:
+            bodies[int(rows[place])] = _body(
+                Path(path),
+                formats[place],
+                read.get(offsets[place]),
+                offsets[place],
+                ordinals[place],
+            )
     pa = pyarrow()
     index = table.schema.get_field_index("body")
     return table.set_column(index, "body", pa.array(bodies, type=pa.binary()))
 
 
-def _line(path: Path, fmt: str, offset: int, length: int, index: int) -> bytes | None:
+def _body(path: Path, fmt: str, data: bytes | None, offset: int, index: int) -> bytes | None:
+    """The request body of the `index`-th record of a line read again (None when it is gone)."""
     reader = reader_named(fmt)
-    if reader is None:
+    if reader is None or not data:
         return None
-    data = reread_line(path, offset, length)
-    records = list(reader.read(Unit.line(data, str(path), offset)))
+    try:
+        records = list(reader.read(Unit.line(data, str(path), offset)))
+    except (HarnessError, BadRecord, msgspec.DecodeError):
+        return None
     return body_bytes(records[index]) if index < len(records) else None
 
 

@@ -15,18 +15,19 @@ the cache model, with its bytes.
 The digests are a filter and never a verdict on bytes the scan has: equal digests mean equal
 bytes (a false "equal" would need a 64-bit collision between two specific values), and unequal
 digests only send the pair to the cache model, which may well find nothing (a bookkeeping field
-that changed, a marker that moved). Cache markers (`cache_control`, Bedrock's `cachePoint`
-blocks, OpenAI's `prompt_cache_breakpoint`) are set aside before digesting, as the prefix-chain
-gate sets them aside (a marker moving forward is how a conversation keeps its cache); the set of
-TTLs they ask for is digested apart, so a request that asks for another TTL is a pair for the
-cache model (one that keeps the same TTLs but swaps them between two marked places is not:
-docs/scan.md lists it among the limits). The order of the top-level keys is part of the
-settings' digest: on Vertex it reaches the cache.
+that changed, a marker that moved). The cache markers of the body's provider (the keys its split
+names: Anthropic's `cache_control`, Bedrock's `cachePoint` blocks, OpenAI's
+`prompt_cache_breakpoint`), and only those, are set aside before digesting, as the cache model
+sets them aside (a marker moving forward is how a conversation keeps its cache; a key that is no
+marker to the provider is prompt, as it is to the model); the TTL they ask for is digested apart,
+so a request that asks for another TTL is a pair for the cache model, and so is every request
+whose markers ask for several (which place asks which is not in the digests). The order of the
+top-level keys is part of the settings' digest: on Vertex it reaches the cache.
 """
 
 from __future__ import annotations
 
-import re
+from collections.abc import Mapping
 from typing import Any, Final, NamedTuple
 
 import msgspec
@@ -36,32 +37,34 @@ from harness._shared._views import encode_json
 from harness.cache._extends import strip
 from harness.providers._anthropic import continues_thread
 from harness.providers._registry import provider_named
+from harness.scan._conversation import Conversation, Conversations, running
+from harness.scan._markers import needles_of, ttls_of, unmarked
 
-__all__ = ["BLOCKS", "CONVERSATION", "DIGEST_SIZE", "Digests", "digests_of", "first_block"]
+__all__ = [
+    "BLOCKS",
+    "CONVERSATION",
+    "DIGEST_SIZE",
+    "Digests",
+    "digests_of",
+    "digests_of_members",
+    "first_block",
+]
 
 DIGEST_SIZE: Final = 8
 CONVERSATION: Final = ("messages", "input", "contents")
 TOOLS: Final = frozenset({"tools", "toolConfig", "tool_config", "functions"})
 SYSTEM: Final = frozenset({"system", "instructions", "systemInstruction", "system_instruction"})
-MARKERS: Final = ("cache_control", "cachePoint", "prompt_cache_breakpoint")
-_NEEDLES: Final = tuple(f'"{name}"'.encode() for name in MARKERS)
 # The digest columns in the order a provider caches them (settings key the whole cache).
 BLOCKS: Final = ("settings", "tools", "system", "messages")
 
 _top = msgspec.json.Decoder(dict[str, msgspec.Raw])
-_items = msgspec.json.Decoder(list[msgspec.Raw])
 _encode = msgspec.json.encode
 _hash = xxhash.xxh3_64_digest
-# A marker is a member whose value is a flat object (`"cache_control":{"type":"ephemeral"}`), or
-# a list item that is only one (`{"cachePoint":{"type":"default"}}`); in JSON text its key is
-# never preceded by a backslash, so a quoted marker inside a string is left alone. A marker this
-# does not match (a nested value) is left in: the digests then differ, and the cache model,
-# which sets every marker aside, judges the pair.
-_MEMBER: Final = re.compile(
-    rb'"(?:cache_control|cachePoint|prompt_cache_breakpoint)"[ \t\r\n]*:[ \t\r\n]*\{[^{}]*\}'
-)
-_SPACE: Final = b" \t\r\n"
-_TTL: Final = re.compile(rb'"ttl"\s*:\s*"([^"]*)"')
+# Openings already read (`_thread`), by provider and the opening's digest; cleared when full.
+_THREADS: dict[tuple[str | None, tuple[str, ...], bytes], bytes | None] = {}
+_THREADS_KEPT: Final = 4096
+_UNKNOWN: Final = object()
+_NONE: Final = Conversation(b"", 0, None)
 
 
 class Digests(NamedTuple):
@@ -84,32 +87,50 @@ class Digests(NamedTuple):
         return self.conversation[:DIGEST_SIZE]
 
 
-def digests_of(body: bytes | dict[str, Any], provider: str | None = None) -> Digests | None:
+def digests_of(
+    body: bytes | dict[str, Any], provider: str | None, markers: tuple[str, ...]
+) -> Digests | None:
     """The digests of a JSON request body (its bytes, or the decoded object); None when it is
-    not a JSON object. `provider` names the shorthand the conversation's opening is read in."""
+    not a JSON object. `provider` names the shorthand the conversation's opening is read in;
+    `markers` are its cache markers' keys, as its split names them (`RequestSplit.markers`: what
+    the cache model sets aside, and nothing else)."""
     data = _encode(body) if isinstance(body, dict) else body
     try:
         top = _top.decode(data)
     except (msgspec.DecodeError, RecursionError):
         return None
-    settings = xxhash.xxh3_64()
+    return digests_of_members(top, provider, markers)
+
+
+def digests_of_members(
+    top: Mapping[str, msgspec.Raw],
+    provider: str | None,
+    markers: tuple[str, ...],
+    memory: Conversations | None = None,
+    session: str | None = None,
+) -> Digests:
+    """`digests_of` a body given as its top-level members' JSON texts, in order. With `memory`
+    and the request's `session`, the conversation extends what the session's previous request
+    read (`harness.scan._conversation`: the same digests, made from the new items only)."""
+    needles = needles_of(markers)
+    settings = xxhash.xxh3_64(_encode(list(top)))  # the top-level key order: Vertex caches it
     tools = system = b""
     ttls: set[bytes] = set()
-    conversation = b""
-    thread: bytes | None = None
-    items = 0
+    conversation: Conversation | None = None
     for key, raw in top.items():
-        settings.update(key.encode() + b";")  # the top-level key order: Vertex caches it
         value = bytes(raw)
-        if key in MARKERS:  # a top-level automatic marker: its TTL, not a setting
-            ttls.update(_TTL.findall(value) or [b""])
+        if key in markers:  # a top-level automatic marker: its TTL, not a setting
+            ttls.update(ttls_of(value))
             continue
-        if _marked(value):
-            value = _unmarked(value, ttls)
-        if key in CONVERSATION and not conversation:
-            conversation, items, opening = _conversation(value)
-            thread = _thread(opening, provider)
-        elif key in TOOLS:
+        if key in CONVERSATION and conversation is None:
+            if memory is not None and session is not None:
+                conversation = memory.read((session, key, needles), value, ttls, needles)
+            else:
+                conversation = running(value, ttls, needles)
+            continue
+        if needles and value[:1] in b"{[":  # only an object or a list holds a member
+            value = unmarked(value, ttls, needles)
+        if key in TOOLS:
             tools = _hash(tools + key.encode() + value)
         elif key in SYSTEM:
             system = _hash(system + key.encode() + value)
@@ -120,22 +141,23 @@ def digests_of(body: bytes | dict[str, Any], provider: str | None = None) -> Dig
     if len(ttls) == 1:
         ttl = _hash(next(iter(ttls)))
     elif ttls:  # markers asking for several TTLs: which place asks which is not in the digests,
-        ttl = _hash(b"mixed;" + data)  # so the pair always goes to the cache model
+        ttl = _hash(b"mixed;" + b",".join(map(bytes, top.values())))  # so the cache model judges
+    found = conversation or _NONE
     return Digests(
         settings.digest(),
         tools,
         system,
         ttl,
-        conversation,
-        items,
+        found.digests,
+        found.items,
         stored,
         _text(top.get("model")),
         _text(top.get("previous_response_id")),
-        thread,
+        _thread(found.opening, provider, markers) if conversation is not None else None,
     )
 
 
-def _thread_held(top: dict[str, msgspec.Raw]) -> bool:
+def _thread_held(top: Mapping[str, msgspec.Raw]) -> bool:
     """Whether the body continues an Anthropic server-held message thread (`RequestSplit.held`
     as the provider's split says it)."""
     raw = top.get("thread")
@@ -147,15 +169,26 @@ def _thread_held(top: dict[str, msgspec.Raw]) -> bool:
         return False
 
 
-def _thread(value: bytes | None, provider: str | None) -> bytes | None:
+def _thread(value: bytes | None, provider: str | None, markers: tuple[str, ...]) -> bytes | None:
     """The conversation's opening as `harness.cache._links` reads it to say which request
     continues which: its first message without markers, in its long form where the provider
     documents a shorthand (Anthropic's string content), encoded; a plain string as itself.
-    None when there is no opening. `value` is the first item's bytes, or a plain string's."""
+    None when there is no opening. `value` is the first item's bytes, or a plain string's.
+    Remembered by the value's 128-bit digest: every request of a conversation opens alike."""
     if value is None:
         return None
+    key = (provider, markers, xxhash.xxh3_128_digest(value))
+    known = _THREADS.get(key, _UNKNOWN)
+    if known is _UNKNOWN:
+        if len(_THREADS) >= _THREADS_KEPT:
+            _THREADS.clear()
+        known = _THREADS[key] = _opening(value, provider, markers)
+    return known  # type: ignore[return-value]
+
+
+def _opening(value: bytes, provider: str | None, markers: tuple[str, ...]) -> bytes | None:
     try:
-        first = strip(msgspec.json.decode(value), MARKERS)
+        first = strip(msgspec.json.decode(value), markers)
     except (msgspec.DecodeError, RecursionError):
         return None
     found = provider_named(provider) if provider else None
@@ -174,69 +207,6 @@ def _text(raw: msgspec.Raw | None) -> str | None:
     except msgspec.DecodeError:
         return None
     return value if isinstance(value, str) else None
-
-
-def _conversation(value: bytes) -> tuple[bytes, int, bytes | None]:
-    """The running digests of a conversation, its length, and its opening's bytes (the first
-    item, or a plain string itself; None for an empty list)."""
-    try:
-        items = _items.decode(value)
-    except msgspec.ValidationError:  # a plain string (`input: "..."`): one item
-        return _hash(value), 1, value if value.lstrip()[:1] == b'"' else None
-    except (msgspec.DecodeError, RecursionError):
-        return _hash(value), 1, None
-    running = xxhash.xxh3_64()
-    update, digest = running.update, running.digest
-    out = []
-    for item in items:  # the running digest after each item: one pass over the bytes
-        update(item)
-        out.append(digest())
-    return b"".join(out), len(items), bytes(items[0]) if items else None
-
-
-def _marked(value: bytes) -> bool:
-    a, b, c = _NEEDLES
-    return a in value or b in value or c in value
-
-
-def _unmarked(value: bytes, ttls: set[bytes]) -> bytes:
-    """`value` without its cache markers; the TTLs they ask for (b"" for the default) are added
-    to `ttls`. A member goes with one comma beside it; an object that held only a marker (a
-    Bedrock `cachePoint` block) goes whole, with one comma beside it."""
-    pieces: list[bytes] = []
-    at = 0
-    for found in _MEMBER.finditer(value):
-        start, end = found.span()
-        if start < at:
-            continue
-        ttls.update(_TTL.findall(found.group()) or [b""])
-        before = _back(value, start)
-        after = _forward(value, end)
-        if before > 0 and value[before - 1 : before] == b"{" and value[after : after + 1] == b"}":
-            start, end = before - 1, after + 1  # an object of its own: the whole item
-            before, after = _back(value, start), _forward(value, end)
-        if value[after : after + 1] == b",":
-            end = _forward(value, after + 1)
-        elif before > 0 and value[before - 1 : before] == b",":
-            start = before - 1
-        pieces.append(value[at:start])
-        at = end
-    if not pieces:
-        return value
-    pieces.append(value[at:])
-    return b"".join(pieces)
-
-
-def _back(value: bytes, index: int) -> int:
-    while index > 0 and value[index - 1] in _SPACE:
-        index -= 1
-    return index
-
-
-def _forward(value: bytes, index: int) -> int:
-    while index < len(value) and value[index] in _SPACE:
-        index += 1
-    return index
 
 
 def first_block(found: Digests) -> bytes:

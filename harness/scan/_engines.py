@@ -27,14 +27,21 @@ import msgspec
 from harness._shared._errors import UsageError
 from harness.scan._bytes import attach
 from harness.scan._extras import dask, dask_modules, duckdb, pandas, pyarrow, pyarrow_parquet
-from harness.scan._judge import FINDING_COLUMNS, SESSION_COLUMNS, Judged, judge, table_schema
+from harness.scan._judge import (
+    FINDING_COLUMNS,
+    SESSION_COLUMNS,
+    Judged,
+    forget_prices,
+    judge,
+    table_schema,
+)
 from harness.scan._read import Options, Tally, read_file
 from harness.scan._table import COLUMNS, DIGEST_COLUMNS, schema
 
 __all__ = ["judge_batch", "run_dask", "run_duckdb"]
 
-_ROWS: Final = 65536  # rows fetched from DuckDB at a time (a batch is cut at a session's end)
-_MEMORY: Final = "256MB"  # past it DuckDB spills its sort to the temporary folder
+_ROWS: Final = 16384  # rows fetched from DuckDB at a time (a batch is cut at a session's end)
+_MEMORY: Final = "128MB"  # past it DuckDB spills its sort to the temporary folder
 
 
 def judge_batch(table: Any) -> Judged:
@@ -59,18 +66,37 @@ def run_duckdb(
 ) -> Iterator[Judged]:
     db = duckdb()
     with tempfile.TemporaryDirectory(prefix="harness-scan-") as spill:
-        con = db.connect(
-            ":memory:",
-            config={
-                "temp_directory": spill,
-                "memory_limit": _MEMORY,
-                "preserve_insertion_order": False,  # every read is ordered by the query
-            },
-        )
         try:
+            con = db.connect(
+                ":memory:",
+                config={
+                    "temp_directory": spill,
+                    "memory_limit": _MEMORY,
+                    "threads": 1,  # the judge is one Python thread; one sort thread stays in
+                    # the memory limit on any machine (each thread sorts in memory of its own)
+                    "preserve_insertion_order": False,  # every read is ordered by the query
+                },
+            )
+        except db.Error as error:
+            raise UsageError(f"DuckDB could not start: {_first_line(error)}") from None
+        try:
+            _run(con, "SET enable_progress_bar = false")  # the scan's progress line is its own
             yield from _duckdb(con, files, options, tally, progress)
+        except db.OutOfMemoryException as error:
+            raise UsageError(
+                f"DuckDB ran out of the {_MEMORY} the scan gives it: {_first_line(error)}"
+            ) from None
+        except db.Error as error:
+            raise UsageError(
+                f"DuckDB failed: {_first_line(error)} (the scan spills its sort to {spill}:"
+                " is that disk full?)"
+            ) from None
         finally:
             con.close()
+
+
+def _first_line(error: BaseException) -> str:
+    return " ".join(str(error).split("\n", 1)[0].split())
 
 
 def _duckdb(
@@ -83,21 +109,23 @@ def _duckdb(
     ddl = ", ".join(f'"{name}" {_SQL[kind]}' for name, kind in COLUMNS.items())
     _run(con, f"CREATE TABLE scan ({ddl})")
     names = ", ".join(f'"{name}"' for name in COLUMNS)
+    tables: list[tuple[str, list[Any]]] = []  # digest tables: read by the query itself
     read = 0
     for number, path in enumerate(files):
         columns = _digest_table(path)
         if columns is not None:
-            wanted = ", ".join(_cast(name, kind, columns) for name, kind in COLUMNS.items())
-            _run(
-                con,
-                f"INSERT INTO scan SELECT {wanted} FROM (SELECT *, ? AS _file,"
-                " ? || '#' || (row_number() OVER ()) AS _source FROM read_parquet(?))",
-                [str(path), str(path), str(path)],
-            )
-            count = _run(con, "SELECT count(*) FROM scan")[0][0] - read
+            count = _run(con, "SELECT count(*) FROM read_parquet(?)", [str(path)])[0][0]
             tally.requests += count
             tally.formats["digests"] = tally.formats.get("digests", 0) + count
             read += count
+            wanted = ", ".join(_cast(name, kind, columns) for name, kind in COLUMNS.items())
+            tables.append(
+                (
+                    f"SELECT {wanted} FROM (SELECT *, ? AS _file, ? AS _first"
+                    " FROM read_parquet(?, file_row_number = true))",
+                    [str(path), number << 32, str(path)],
+                )
+            )
             continue
         for batch in read_file(path, number, options, tally):
             con.register("incoming", batch)
@@ -106,7 +134,9 @@ def _duckdb(
             read += batch.num_rows
             progress(f"harness scan: {read:,} requests read")
     progress(f"harness scan: judging {read:,} requests")
-    ordered = con.sql(f"SELECT {names} FROM scan ORDER BY session, time NULLS LAST, seq")
+    query = " UNION ALL ".join([f"SELECT {names} FROM scan", *(sql for sql, _ in tables)])
+    params = [value for _, given in tables for value in given]
+    ordered = con.sql(f"{query} ORDER BY session, time NULLS LAST, seq", params=params)
     stream = getattr(ordered, "to_arrow_reader", None) or ordered.record_batch  # 1.4: record_batch
     reader = stream(_ROWS)
     pa = pyarrow()
@@ -146,10 +176,16 @@ _SQL: Final = {
 
 def _cast(name: str, kind: str, present: frozenset[str]) -> str:
     """A digest table's column as the scan table holds it (an absent one null; where a row is,
-    the table's file and row, when it does not say)."""
-    fallback = {"file": "_file", "source": "_source", "format": "'digests'"}.get(name, "NULL")
+    the table's file and row, and its place in the input, the file's place and the row's, when
+    the table does not say)."""
+    fallback = {
+        "file": "_file",
+        "source": "_file || '#' || (file_row_number + 1)",
+        "format": "'digests'",
+        "seq": "_first + file_row_number",
+    }.get(name, "NULL")
     value = f'"{name}"' if name in present else fallback
-    if name in ("file", "source") and name in present:
+    if name in ("file", "source", "seq") and name in present:
         value = f'coalesce("{name}", {fallback})'
     return f"CAST({value} AS {_SQL[kind]})"
 
@@ -176,6 +212,7 @@ def _judge_frame(frame: Any) -> Any:
 
     pa = pyarrow()
     table = pa.Table.from_pandas(frame, schema=schema(), preserve_index=False)
+    forget_prices()  # a worker may outlive the scan that started it
     judged = judge_batch(table)
     rows = [("finding", msgspec.json.encode(r)) for r in judged.findings.to_pylist()]
     rows += [("session", msgspec.json.encode(r)) for r in judged.sessions.to_pylist()]
@@ -192,6 +229,7 @@ def run_dask(
     *,
     scheduler: str | None,
     workers: int | None,
+    progress: Callable[[str], None] = lambda text: None,
 ) -> list[Judged]:
     dd, distributed = dask_modules()
     pd = pandas()
@@ -201,20 +239,31 @@ def run_dask(
     if any(_digest_table(path) is not None for path in files):
         raise UsageError("a digest table (Parquet) is read by --engine duckdb only")
     if scheduler:
-        client = distributed.Client(scheduler)
+        try:
+            client = distributed.Client(scheduler)
+        except (OSError, TimeoutError, ValueError) as error:
+            why = _first_line(error)
+            raise UsageError(
+                f"--scheduler {scheduler}: cannot reach a Dask scheduler there ({why})"
+            ) from None
         cluster = None
     else:
         # worker processes, one thread each: the judge is Python, so threads would share one
         # core; one worker runs in this process (nothing to start)
+        processes = (workers or 1) > 1
         cluster = distributed.LocalCluster(
             n_workers=workers or 1,
             threads_per_worker=1,
-            processes=(workers or 1) > 1,
+            processes=processes,
             dashboard_address=None,
-            host="127.0.0.1",
+            # worker processes talk over TCP on this machine only; one worker in this process
+            # talks in memory (an in-process address has no host: giving one fails to start)
+            **({"host": "127.0.0.1"} if processes else {}),
         )
         client = distributed.Client(cluster)
     try:
+        where = scheduler or f"{workers or 1} local worker(s)"
+        progress(f"harness scan: reading and judging {len(files):,} file(s) on Dask ({where})")
         parts = [
             delayed(_read_part)(str(path), number, options) for number, path in enumerate(files)
         ]

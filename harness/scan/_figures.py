@@ -21,10 +21,6 @@ from harness.scan._extras import pyarrow, pyarrow_compute
 __all__ = ["session_figures"]
 
 
-def _rate(numerator: int, denominator: int) -> float | None:
-    return round(min(numerator / denominator, 1.0), 4) if denominator else None
-
-
 def session_figures(
     table: Any, findings: Sequence[dict[str, Any]], not_judged: np.ndarray[Any, Any], schema: Any
 ) -> Any:
@@ -61,33 +57,53 @@ def session_figures(
     )
     lost: dict[str, tuple[int, float, bool]] = {}
     for f in findings:
-        tokens, usd, broken = lost.get(f["session"], (0, 0.0, False))
+        was_lost, was_usd, was_broken = lost.get(f["session"], (0, 0.0, False))
         lost[f["session"]] = (
-            tokens + (f["tokens_lost"] or 0),
-            usd + (f["usd_lost"] or 0.0),
-            broken or f["severity"] == "error",
+            was_lost + (f["tokens_lost"] or 0),
+            was_usd + (f["usd_lost"] or 0.0),
+            was_broken or f["severity"] == "error",
         )
-    rows = []
-    for g in grouped.to_pylist():
-        tokens, usd, broken = lost.get(g["session"], (0, 0.0, False))
-        total = g["input_tokens_sum"] or 0 if g["counted_sum"] else 0
-        reads = g["read_sum"] or 0
-        rows.append(
-            {
-                "session": g["session"],
-                "requests": g["one_sum"],
-                "deploy": g["deploy_first"],
-                "status": "broken" if broken else "stable",
-                "provider_hit_rate": _rate(reads, total),
-                "stable_hit_rate": _rate(reads + tokens, total),
-                "grouped": bool(g["grouped_first"]),
-                "first_time": g["time_min"],
-                "input_tokens": total if g["counted_sum"] else None,
-                "cache_read": reads if g["counted_sum"] else None,
-                "tokens_lost": tokens,
-                "usd_lost": round(usd, 6),
-                "not_judged": g["not_judged_sum"],
-                "format": g["format_first"],
-            }
-        )
-    return pa.Table.from_pylist(rows, schema=schema)
+    names = grouped["session"].to_pylist()
+    counted = np.asarray(grouped["counted_sum"].to_numpy(zero_copy_only=False), dtype=np.int64) > 0
+    total = np.where(counted, _ints(grouped["input_tokens_sum"]), 0)
+    reads = _ints(grouped["read_sum"])
+    tokens = np.array([lost.get(name, (0, 0.0, False))[0] for name in names], dtype=np.int64)
+    usd = [round(lost.get(name, (0, 0.0, False))[1], 6) for name in names]
+    broken = [lost.get(name, (0, 0.0, False))[2] for name in names]
+    return pa.table(
+        {
+            "session": grouped["session"],
+            "requests": grouped["one_sum"],
+            "deploy": grouped["deploy_first"],
+            "status": pa.array(["broken" if b else "stable" for b in broken], pa.string()),
+            "provider_hit_rate": _rates(reads, total),
+            "stable_hit_rate": _rates(reads + tokens, total),
+            "grouped": pc.fill_null(grouped["grouped_first"], False),
+            "first_time": grouped["time_min"],
+            "input_tokens": pa.array(total, mask=~counted),
+            "cache_read": pa.array(reads, mask=~counted),
+            "tokens_lost": pa.array(tokens),
+            "usd_lost": pa.array(usd, pa.float64()),
+            "not_judged": grouped["not_judged_sum"],
+            "format": grouped["format_first"],
+        }
+    ).cast(schema)
+
+
+def _ints(column: Any) -> np.ndarray[Any, Any]:
+    """A summed column as integers, a null (nothing to sum) as 0."""
+    values = pyarrow_compute().fill_null(column, 0).to_numpy(zero_copy_only=False)
+    found: np.ndarray[Any, Any] = np.asarray(values, dtype=np.int64)
+    return found
+
+
+def _rates(numerator: np.ndarray[Any, Any], denominator: np.ndarray[Any, Any]) -> Any:
+    """Each session's rate, at most 1 and rounded to 4 places (as Python rounds), null where
+    nothing was counted."""
+    pa = pyarrow()
+    known = denominator > 0
+    ratio = np.minimum(numerator / np.where(known, denominator, 1), 1.0)
+    return pa.array(
+        [round(float(r), 4) if k else None for r, k in zip(ratio, known, strict=True)],
+        pa.float64(),
+    )

@@ -30,6 +30,7 @@ lost are those tokens at the price row's input price less its cache-read price.
 from __future__ import annotations
 
 import datetime
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any, Final, NamedTuple
 
@@ -51,10 +52,19 @@ from harness.scan._extras import pyarrow, pyarrow_compute
 from harness.scan._figures import session_figures
 from harness.scan._tier import Pair, Plan, plan, wanted
 
-__all__ = ["FINDING_COLUMNS", "SESSION_COLUMNS", "UNEXPLAINED", "Judged", "judge", "table_schema"]
+__all__ = [
+    "FINDING_COLUMNS",
+    "SESSION_COLUMNS",
+    "UNEXPLAINED",
+    "Judged",
+    "forget_prices",
+    "judge",
+    "table_schema",
+]
 
 UNEXPLAINED: Final = "unexplained_miss"
 _SUMMARY: Final = 300  # characters of a finding's summary (redacted, one line)
+_BLOCK_NAMES: Final = frozenset(BLOCKS)
 FINDING_COLUMNS: Final = {
     "session": "string",
     "request": "int64",
@@ -286,10 +296,11 @@ def _pair(
         found_break = judge_link(previous, link)
     if found_break is None:
         return [_miss(found, pair.row, cols)] if _missed(found, pair) else []
-    item = PrefixBreak(
+    raw_block = found_break.report.raw_block  # the printed report is never made: the scan
+    item = PrefixBreak(  # prints one line of its own (its summary), redacted
         index=link.number,
         previous=previous.number,
-        block=found_break.report.block or "settings",
+        block=_block(raw_block),
         report=found_break.report,
         prefix_bytes=found_break.prefix_bytes,
         bytes_lost=found_break.bytes_lost,
@@ -313,7 +324,7 @@ def _from_break(
     provider = earlier.split.provider if earlier.split is not None else cols["provider"][row]
     report = item.report
     evidence = _evidence([row, before], cols)
-    summary = item.to_text().split("\n", 1)[0]
+    summary = item.headline
     cached = _cached(before, cols)
     if tokens == 0 and evidence != "exact" and cached:
         # A converted body may have lost its cache markers (OTel GenAI parts carry none): the
@@ -337,10 +348,18 @@ def _from_break(
         usd_lost=_usd(
             tokens, provider, cols["model"][row] or earlier.body.get("model"), cols["time"][row]
         ),
-        pointer=line(report.pointer, _SUMMARY) if report.pointer else None,
+        pointer=line(report.raw_pointer, _SUMMARY) if report.raw_pointer else None,
         byte=report.offset if report.offset >= 0 else None,
         summary=line(summary, _SUMMARY),
     )
+
+
+def _block(raw: str | None) -> str:
+    """The block a break is in: one of the cache's block names, else (an opaque body's member)
+    a redacted line."""
+    if not raw:
+        return "settings"
+    return raw if raw in _BLOCK_NAMES else line(raw, _SUMMARY)
 
 
 def _tokens_lost(item: PrefixBreak) -> int | None:
@@ -368,10 +387,9 @@ def _from_digests(found: Plan, pair: Pair, cols: _Columns) -> dict[str, Any]:
         severity="error",
         tokens_lost=tokens,
         usd_lost=_usd(tokens, cols["provider"][row], cols["model"][row], cols["time"][row]),
-        summary=line(
+        summary=(  # the scan's own words and numbers: nothing of the trace to redact
             f"{block}_changed: request {int(found.place[row])} does not extend request"
-            f" {int(found.place[before])}: the {block} digests differ (no bytes to compare)",
-            _SUMMARY,
+            f" {int(found.place[before])}: the {block} digests differ (no bytes to compare)"
         ),
     )
 
@@ -403,12 +421,11 @@ def _miss(found: Plan, row: int, cols: _Columns) -> dict[str, Any]:
         severity="warning",
         tokens_lost=tokens,
         usd_lost=_usd(tokens, cols["provider"][row], cols["model"][row], cols["time"][row]),
-        summary=line(
+        summary=(  # the scan's own words and numbers: nothing of the trace to redact
             f"{UNEXPLAINED}: request {int(found.place[row])} read 0 cached tokens where request"
             f" {int(found.place[row]) - 1} had {expected:,} cached, and the bytes the trace holds"
             " do not explain it (an eviction, a routing change, a prefix under the minimum, or"
-            " content the trace does not hold)",
-            _SUMMARY,
+            " content the trace does not hold)"
         ),
     )
 
@@ -417,7 +434,22 @@ def _usd(tokens: int | None, provider: Any, model: Any, time: Any) -> float | No
     if tokens is None or not isinstance(provider, str):
         return None
     day = datetime.datetime.fromtimestamp(time, datetime.UTC).date() if time else None
-    price = price_for(provider, model if isinstance(model, str) else None, day)
+    rate = _rate(provider, model if isinstance(model, str) else None, day)
+    if rate is None:
+        return None
+    return round(tokens * rate / 1_000_000, 6)
+
+
+def forget_prices() -> None:
+    """Look the prices up again (a scan starts: the project's price files may have changed)."""
+    _rate.cache_clear()
+
+
+@functools.lru_cache(maxsize=4096)
+def _rate(provider: str, model: str | None, day: datetime.date | None) -> float | None:
+    """Dollars a million tokens lost cost: the price row's input price less its cache-read
+    price (`harness cost`'s rows; looked up once per provider, model and day in a scan)."""
+    price = price_for(provider, model, day)
     if price is None:
         return None
-    return round(tokens * max(price.input - price.cache_read, 0.0) / 1_000_000, 6)
+    return max(price.input - price.cache_read, 0.0)

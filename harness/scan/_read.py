@@ -15,18 +15,23 @@ the output says how many were.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlsplit
 
+import msgspec
+
 from harness._shared._errors import UsageError
-from harness.scan._digest import digests_of, first_block
+from harness.providers import split_request
+from harness.scan._conversation import Conversations
+from harness.scan._digest import digests_of, digests_of_members, first_block
 from harness.scan._keys import dig, id_of
 from harness.scan._readers import Reader, reader_named, readers
 from harness.scan._readers._base import BadRecord, Unit
-from harness.scan._record import TraceRecord
+from harness.scan._record import TraceRecord, joined
 from harness.scan._sources import Malformed, units
 from harness.scan._table import Rows
 
@@ -88,11 +93,27 @@ def _chosen(options: Options) -> Reader | None:
     return reader
 
 
+@dataclass
+class _File:
+    """What reading one file keeps beside its rows."""
+
+    name: str  # the path, as the rows name it
+    number: int  # the file's place among the files given: the high bits of `seq`
+    options: Options
+    tally: Tally
+    chains: dict[str, str] = field(default_factory=dict)  # response id -> session
+    # (endpoint, provider) -> the markers its bodies' split names
+    markers: dict[tuple[str, str | None], tuple[str, ...]] = field(default_factory=dict)
+    conversations: Conversations = field(default_factory=Conversations)
+
+
 def read_file(path: Path, number: int, options: Options, tally: Tally) -> Iterator[Any]:
     """The file's rows as Arrow record batches (see the module doc); `tally` counts the rest."""
     reader = _chosen(options)
+    if reader is not None:
+        reader.begin()
     rows = Rows()
-    chains: dict[str, str] = {}
+    file = _File(str(path), number, options, tally)
     ordinal = 0
     sniffed = 0
     found = 0
@@ -112,6 +133,7 @@ def read_file(path: Path, number: int, options: Options, tally: Tally) -> Iterat
                 if sniffed >= _SNIFF:
                     break
                 continue
+            reader.begin()
         try:
             records = list(reader.read(unit))
         except BadRecord as error:
@@ -120,7 +142,7 @@ def read_file(path: Path, number: int, options: Options, tally: Tally) -> Iterat
         for index, record in enumerate(records):
             record.ordinal = ordinal
             ordinal += 1
-            row = _row(record, unit, (unit_no, index), path, number, options, chains, tally)
+            row = _row(record, unit, (unit_no, index), file)
             if row is not None:
                 found += 1
                 batch = rows.add(row)
@@ -144,45 +166,53 @@ def _claims(reader: Reader, value: Any) -> bool:
         return False
 
 
+def _outside(time: float | None, options: Options) -> bool:
+    """Whether --since / --until leave the request out (one with no time, when a window is set)."""
+    if options.since is None and options.until is None:
+        return False
+    return (
+        time is None
+        or (options.since is not None and time < options.since)
+        or (options.until is not None and time > options.until)
+    )
+
+
 def _row(
-    record: TraceRecord,
-    unit: Unit,
-    place: tuple[int, int],
-    path: Path,
-    number: int,
-    options: Options,
-    chains: dict[str, str],
-    tally: Tally,
-) -> dict[str, Any] | None:
+    record: TraceRecord, unit: Unit, place: tuple[int, int], file: _File
+) -> tuple[Any, ...] | None:
+    options, tally = file.options, file.tally
+    if _outside(record.time, options):
+        tally.outside += 1
+        return None
     keyed = options.session_key or options.request_id_key or options.deploy_key
     view = record.view if record.view is not None or not keyed else unit.value
     session = id_of(dig(view, options.session_key)) if options.session_key else record.session
     if options.session_key and session is None:
         session = record.session
     found = None
-    if record.raw is not None:
-        found = digests_of(record.raw, record.provider)
-    elif record.body is not None:
-        found = digests_of(record.body, record.provider)
+    body = record.raw if record.raw is not None else record.body
+    if record.members is not None:
+        found = digests_of_members(
+            record.members,
+            record.provider,
+            _markers(record, file.markers),
+            file.conversations,
+            session or record.url,  # what the conversation read last is remembered by
+        )
+    elif body is not None:
+        found = digests_of(body, record.provider, _markers(record, file.markers))
+        if found is None and record.body is not None:
+            tally.bad(record.source, "its request body is not a JSON object")
+            return None
     previous = record.previous_response_id or (found.previous if found is not None else None)
-    if session is None and previous in chains:
-        session = chains[previous or ""]
+    if session is None and previous in file.chains:
+        session = file.chains[previous or ""]
     request_id = record.request_id
     if options.request_id_key:
         request_id = id_of(dig(view, options.request_id_key)) or request_id
     deploy = record.deploy
     if options.deploy_key:
         deploy = id_of(dig(view, options.deploy_key)) or deploy
-    if (options.since is not None or options.until is not None) and (
-        record.time is None
-        or (options.since is not None and record.time < options.since)
-        or (options.until is not None and record.time > options.until)
-    ):
-        tally.outside += 1
-        return None
-    if record.body is not None and found is None:
-        tally.bad(record.source, "its request body is not a JSON object")
-        return None
     endpoint = _endpoint(record)
     grouped = session is None
     if grouped:
@@ -190,45 +220,86 @@ def _row(
         session = f"~{endpoint} {key}"
         tally.grouped += 1
     if record.response_id:
-        chains[record.response_id] = session or ""
+        file.chains[record.response_id] = session or ""
     counters = record.counters
     line = unit.offset >= 0
-    return {
-        "session": session,
-        "grouped": grouped,
-        "seq": (number << 32) + record.ordinal,
-        "time": record.time,
-        "request_id": request_id,
-        "deploy": deploy,
-        "source": record.source,
-        "format": record.format,
-        "file": str(path),
-        "offset": unit.offset if line else -1,
-        "length": unit.length if line else place[0],
-        "ordinal": place[1],
-        "endpoint": endpoint,
-        "provider": record.provider,
-        "model": record.model or (found.model if found is not None else None),
-        "evidence": record.evidence if found is not None else "counters",
-        "truncated": record.truncated,
-        "d_settings": found.settings if found else None,
-        "d_tools": found.tools if found else None,
-        "d_system": found.system if found else None,
-        "d_ttls": found.ttls if found else None,
-        "conv": found.conversation if found else None,
-        "items": found.items if found else 0,
-        "thread": found.thread if found else None,
-        "stored": found.stored if found else False,
-        "input_tokens": counters.input_tokens,
-        "cache_read": counters.cache_read,
-        "cache_write": counters.cache_write,
-        "output_tokens": counters.output_tokens,
-        "body": None,
-    }
+    # in the order of `harness.scan._table.COLUMNS`
+    if found is None:
+        digests: tuple[Any, ...] = (None, None, None, None, None, 0, None, False)
+        model = record.model
+        evidence = "counters"
+    else:
+        digests = (
+            found.settings,
+            found.tools,
+            found.system,
+            found.ttls,
+            found.conversation,
+            found.items,
+            found.thread,
+            found.stored,
+        )
+        model = record.model or found.model
+        evidence = record.evidence
+    return (
+        session,
+        grouped,
+        (file.number << 32) + record.ordinal,
+        record.time,
+        request_id,
+        deploy,
+        record.source,
+        record.format,
+        file.name,
+        unit.offset if line else -1,
+        unit.length if line else place[0],
+        place[1],
+        endpoint,
+        record.provider,
+        model,
+        evidence,
+        record.truncated,
+        *digests,
+        counters.input_tokens,
+        counters.cache_read,
+        counters.cache_write,
+        counters.output_tokens,
+        None,
+    )
+
+
+def _markers(
+    record: TraceRecord, learnt: dict[tuple[str, str | None], tuple[str, ...]]
+) -> tuple[str, ...]:
+    """The cache markers' keys the cache model sets aside in this record's body: those of the
+    split the judge makes of it (the body sent to its endpoint, `harness.scan._judge`), learnt
+    from the first body per endpoint (and provider, as the trace names it) in the file; none for
+    a body no provider splits (its digests then keep every byte, and any change goes to the
+    cache model, which sets aside only what a split names)."""
+    endpoint = _endpoint(record)
+    key = (endpoint, record.provider)
+    known = learnt.get(key)
+    if known is None:
+        body = record.body
+        text = record.raw if record.members is None else joined(record.members)
+        if body is None and text is not None:
+            try:
+                body = msgspec.json.decode(text)
+            except (msgspec.DecodeError, RecursionError):
+                body = None
+        url = f"https://{endpoint}" if "/" in endpoint else None  # as the judge sends it
+        split = split_request(body, url=url) if isinstance(body, dict) else None
+        known = learnt[key] = tuple(split.markers) if split is not None else ()
+    return known
 
 
 def _endpoint(record: TraceRecord) -> str:
     if record.url:
-        parts = urlsplit(record.url)
-        return f"{parts.hostname or ''}{parts.path}"
+        return _host_path(record.url)
     return record.provider or record.format
+
+
+@functools.lru_cache(maxsize=4096)
+def _host_path(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.hostname or ''}{parts.path}"

@@ -18,11 +18,12 @@ found inside what is left of it is reported with evidence `digest`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Final, Literal
 
 import msgspec
 
-__all__ = ["EVIDENCE", "Counters", "Evidence", "TraceRecord"]
+__all__ = ["EVIDENCE", "Counters", "Evidence", "TraceRecord", "joined"]
 
 Evidence = Literal["exact", "structural", "counters"]
 EVIDENCE: Final = ("exact", "structural", "digest", "counters")
@@ -57,6 +58,9 @@ class TraceRecord(msgspec.Struct):
     url: str | None = None
     body: dict[str, Any] | None = None
     raw: bytes | None = None  # the body's own bytes, when the trace holds them as sent
+    # the body's top-level members, each its JSON text as sent, in order (a reader that reads
+    # the body no further: the digests need no more, and `harness.scan._bytes` joins them again)
+    members: dict[str, msgspec.Raw] | None = None
     evidence: Evidence = "counters"
     truncated: bool = False
     provider: str | None = None
@@ -66,3 +70,12 @@ class TraceRecord(msgspec.Struct):
     previous_response_id: str | None = None
     view: Any = None  # the record as --session-key and friends see it
     note: str | None = None  # why the body is missing, when a reader knows
+
+
+def joined(members: Mapping[str, msgspec.Raw]) -> bytes:
+    """A JSON object made of its members' texts, in order (what the cache model decodes is the
+    body as sent: the same members, values and order)."""
+    encode = msgspec.json.encode
+    return (
+        b"{" + b",".join(encode(key) + b":" + bytes(value) for key, value in members.items()) + b"}"
+    )

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from harness._shared._errors import FixtureError, UsageError
 from harness.scan._engines import run_dask, run_duckdb
+from harness.scan._judge import forget_prices
 from harness.scan._progress import Progress
 from harness.scan._read import Options, Tally
 from harness.scan._readers import readers
@@ -40,6 +41,7 @@ def scan(paths: Sequence[str], settings: Settings) -> ScanResult:
             " gzip or zstd); give the files or the folder that holds them"
         )
     tally = Tally()
+    forget_prices()
     progress = Progress(settings.quiet)
     try:
         if settings.engine == "dask":
@@ -49,6 +51,7 @@ def scan(paths: Sequence[str], settings: Settings) -> ScanResult:
                 tally,
                 scheduler=settings.scheduler,
                 workers=settings.workers,
+                progress=progress.show,
             )
         else:
             judged = list(run_duckdb(found, settings.options, tally, progress.show))

@@ -76,25 +76,28 @@ def schema() -> Any:
 
 
 class Rows:
-    """Rows gathered column by column, handed out as Arrow record batches."""
+    """Rows gathered as tuples (in `COLUMNS` order), handed out as Arrow record batches."""
 
     def __init__(self, size: int = _BATCH) -> None:
         self.size = size
-        self._columns: dict[str, list[Any]] = {name: [] for name in COLUMNS}
+        self._rows: list[tuple[Any, ...]] = []
         self.count = 0
 
-    def add(self, row: dict[str, Any]) -> Any:
+    def add(self, row: tuple[Any, ...]) -> Any:
         """Add a row; a full batch when one is ready, else None."""
-        for name, column in self._columns.items():
-            column.append(row[name])
+        self._rows.append(row)
         self.count += 1
-        return self.flush() if len(self._columns["seq"]) >= self.size else None
+        return self.flush() if len(self._rows) >= self.size else None
 
     def flush(self) -> Any:
         pa = pyarrow()
-        batch = pa.RecordBatch.from_pydict(self._columns, schema=schema())
-        self._columns = {name: [] for name in COLUMNS}
-        return batch
+        columns = zip(*self._rows, strict=True) if self._rows else ([] for _ in COLUMNS)
+        arrays = [
+            pa.array(values, type=field.type)
+            for values, field in zip(columns, schema(), strict=True)
+        ]
+        self._rows = []
+        return pa.RecordBatch.from_arrays(arrays, schema=schema())
 
     def pending(self) -> bool:
-        return bool(self._columns["seq"])
+        return bool(self._rows)

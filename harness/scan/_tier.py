@@ -170,6 +170,15 @@ def _extends(words: Any, first: Any, items: Any, a: int, b: int) -> bool:
     return bool(words[first[b] + k - 1] == words[first[a] + k - 1])
 
 
+def _codes(column: Any) -> np.ndarray[Any, Any]:
+    """A column as integer codes, equal where the values are equal (null: -1): what the links
+    compare, without a Python object per row."""
+    pc = pyarrow_compute()
+    array = column.combine_chunks() if hasattr(column, "combine_chunks") else column
+    indices = pc.dictionary_encode(array).indices
+    return np.asarray(pc.fill_null(indices, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
 def _link(
     found: Plan,
     words: Any,
@@ -186,21 +195,22 @@ def _link(
     candidates = np.flatnonzero(broken)
     if not len(candidates):
         return
-    endpoint = t["endpoint"].to_pylist()
-    heads = [t[name].to_pylist() for name in ("d_settings", "d_tools", "d_system", "d_ttls")]
-    threads = _threads(t, words, first, items)
+    endpoint = _codes(t["endpoint"])
+    heads = np.stack([_codes(t[name]) for name in ("d_settings", "d_tools", "d_system", "d_ttls")])
+    threads = _Threads(t, words, first, items)
     for row in candidates.tolist():
         start = int(found.starts[row])
+        mine = endpoint[row]
         if full:
             earlier = range(start, row)
-            context = {j for j in earlier if endpoint[j] == endpoint[row] and found.has[j]}
+            context = {j for j in earlier if endpoint[j] == mine and found.has[j]}
             found.pairs.append(Pair(row, tuple(sorted(context)), row - 1))
             continue
         opening = threads[row]
         same_opening = latest = None
         singles: list[int] = []
         for j in range(row - 1, start - 1, -1):
-            if endpoint[j] != endpoint[row] or not found.has[j]:
+            if endpoint[j] != mine or not found.has[j]:
                 continue
             if latest is None:
                 latest = j
@@ -212,7 +222,7 @@ def _link(
             same_opening is not None
             and not stored[row]
             and same_opening != row - 1
-            and all(h[same_opening] == h[row] for h in heads)
+            and bool((heads[:, same_opening] == heads[:, row]).all())
             and _extends(words, first, items, same_opening, row)
         ):
             found.clean[row] = True
@@ -229,15 +239,24 @@ def _link(
         found.pairs.append(Pair(row, tuple(sorted(context)), row - 1))
 
 
-def _threads(t: Any, words: Any, first: Any, items: Any) -> list[Any]:
+class _Threads:
     """Each row's opening as the cache model's links compare them (the `thread` column: the
     first message without markers, in its long form); a digest table without it falls back on
-    the first running digest (its bytes as sent)."""
-    found = t["thread"].to_pylist() if "thread" in t.column_names else [None] * t.num_rows
-    return [
-        thread if thread is not None else (words[first[row]].tobytes() if items[row] else None)
-        for row, thread in enumerate(found)
-    ]
+    the first running digest (its bytes as sent). Read a row at a time: the links look at the
+    few sessions that hold a request the digests did not clear."""
+
+    def __init__(self, t: Any, words: Any, first: Any, items: Any) -> None:
+        self._column = t["thread"] if "thread" in t.column_names else None
+        self._words, self._first, self._items = words, first, items
+        self._known: dict[int, Any] = {}
+
+    def __getitem__(self, row: int) -> Any:
+        if row not in self._known:
+            thread = self._column[row].as_py() if self._column is not None else None
+            if thread is None and self._items[row]:
+                thread = self._words[self._first[row]].tobytes()
+            self._known[row] = thread
+        return self._known[row]
 
 
 def _misses(found: Plan, ttl: Mapping[str, float]) -> np.ndarray[Any, Any]:
@@ -248,8 +267,7 @@ def _misses(found: Plan, ttl: Mapping[str, float]) -> np.ndarray[Any, Any]:
     read = _numbers(t["cache_read"], -1)
     cached = _numbers(t["cache_read"], 0) + _numbers(t["cache_write"], 0)
     time = _numbers(t["time"], np.nan)
-    providers = t["provider"].to_pylist()
-    limit = np.array([ttl.get(p or "", DEFAULT_TTL) for p in providers], dtype=float)
+    limit = _limits(t["provider"], ttl)
     same = np.zeros(n, dtype=bool)
     same[1:] = found.starts[1:] == found.starts[:-1]
     gap = np.full(n, np.nan)
@@ -263,6 +281,17 @@ def _misses(found: Plan, ttl: Mapping[str, float]) -> np.ndarray[Any, Any]:
     missed: np.ndarray[Any, Any] = same & (read == 0) & prev_cached & in_time
     found.missable = missed
     return missed & (found.clean | unseen)
+
+
+def _limits(providers: Any, ttl: Mapping[str, float]) -> np.ndarray[Any, Any]:
+    """Each row's provider's TTL in seconds (the default for one the rules pack does not name)."""
+    pc = pyarrow_compute()
+    array = providers.combine_chunks() if hasattr(providers, "combine_chunks") else providers
+    encoded = pc.dictionary_encode(array)
+    names = encoded.dictionary.to_pylist()
+    seconds = np.array([ttl.get(name or "", DEFAULT_TTL) for name in names] + [DEFAULT_TTL])
+    codes = pc.fill_null(encoded.indices, len(names)).to_numpy(zero_copy_only=False)
+    return np.asarray(seconds[np.asarray(codes, dtype=np.int64)], dtype=float)
 
 
 def needs_bytes(table: Any) -> tuple[Any, np.ndarray[Any, Any]]:

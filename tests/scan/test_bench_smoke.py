@@ -31,3 +31,13 @@ def test_a_toy_run_renders_its_table(capsys: pytest.CaptureFixture[str]) -> None
     out = capsys.readouterr().out
     assert out.count("\n| 200 |") == 5 and out.count("\n| 400 |") == 4
     assert "the digest tier takes" in out and "peak RSS" in out
+    assert "each request past 200 costs the byte tier" in out
+
+
+@pytest.mark.slow
+def test_a_baseline_tree_runs_in_turns_with_this_one(capsys: pytest.CaptureFixture[str]) -> None:
+    here = str(Path(bench_scan.__file__).resolve().parents[1])
+    assert bench_scan.main(["--sizes", "300", "--repeat", "1", "--baseline", here]) == 0
+    out = capsys.readouterr().out
+    assert out.count("\n| 300 |") == 7  # both floors, both tiers twice, Dask
+    assert "the byte tier reads" in out and "the baseline tree" in out

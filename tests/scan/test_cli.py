@@ -246,13 +246,21 @@ class Terminal(io.StringIO):
 
 
 @pytest.mark.parametrize(
-    ("quiet", "ci", "shown"), [(False, None, True), (True, None, False), (False, "true", False)]
+    ("quiet", "ci", "engine", "shown"),
+    [
+        (False, None, "duckdb", True),
+        (True, None, "duckdb", False),
+        (False, "true", "duckdb", False),
+        pytest.param(False, None, "dask", True, marks=pytest.mark.slow),
+        pytest.param(True, None, "dask", False, marks=pytest.mark.slow),
+    ],
 )
 def test_the_progress_line_only_on_a_terminal_outside_ci(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     quiet: bool,
     ci: str | None,
+    engine: str,
     shown: bool,
 ) -> None:
     from harness.cli import main
@@ -265,5 +273,5 @@ def test_the_progress_line_only_on_a_terminal_outside_ci(
         monkeypatch.delenv(name, raising=False)
     if ci:
         monkeypatch.setenv("CI", ci)
-    main(["scan", str(path), *(["--quiet"] if quiet else [])])
+    main(["scan", str(path), "--engine", engine, *(["--quiet"] if quiet else [])])
     assert ("requests read" in terminal.getvalue() or "judging" in terminal.getvalue()) == shown

@@ -96,3 +96,27 @@ def test_the_judge_is_a_function_of_the_rows_not_their_order(tmp_path: Path) -> 
         == again.sessions.sort_by("session").to_pylist()
     )
     assert first.findings.num_rows >= 3
+
+
+def test_duckdb_out_of_memory_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paths = mixed_input(tmp_path)
+    monkeypatch.setattr(_engines, "_MEMORY", "1MB")  # less than DuckDB can sort anything in
+    code, out, err = run(capsys, *paths, "--format", "json")
+    assert (code, out) == (2, "")
+    assert len(err.strip().splitlines()) == 1
+    assert "DuckDB ran out of the 1MB" in err and "Traceback" not in err
+
+
+@pytest.mark.slow
+def test_a_scheduler_that_does_not_answer_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import dask
+
+    paths = mixed_input(tmp_path)
+    with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
+        code, out, err = run(capsys, *paths, "--engine", "dask", "--scheduler", "tcp://127.0.0.1:9")
+    assert (code, out) == (2, "")
+    assert err.count("\n") == 1 and "cannot reach a Dask scheduler there" in err

@@ -17,7 +17,7 @@ from harness.scan._read import Options, Tally, read_file
 from harness.scan._table import schema
 from tests.scan.test_one_model import EDITS, lint_breaks
 from tests.scan.traces import START, line, session_lines, write_lines
-from tests.support.bodies import MARK
+from tests.support.bodies import CHAT_URL, MARK
 from tests.support.conversations import conversation
 from tests.support.paths import EXAMPLES
 
@@ -123,7 +123,71 @@ def anthropic_thread(tmp_path: Path) -> Path:
     return write_lines(tmp_path / "thread.jsonl", rows)
 
 
+def another_providers_marker(tmp_path: Path) -> Path:
+    """An OpenAI Chat conversation whose messages carry Anthropic's `cache_control` (a proxy
+    forwarding it as it came), moved forward each turn: no marker to OpenAI's split, so to the
+    cache model each turn rewrites the message that held it (a break), while a digest that set
+    every provider's markers aside would see a conversation growing."""
+    rows = []
+    for turn in range(1, 4):
+        messages: list[dict[str, Any]] = []
+        for n in range(turn):
+            text = f"question {n} of the queue, in detail. " * 30
+            messages.append({"role": "user", "content": [{"type": "text", "text": text}]})
+            messages.append({"role": "assistant", "content": f"answer {n}"})
+        messages.pop()
+        messages[-1]["content"][0]["cache_control"] = MARK
+        body = {"model": "gpt-4o", "messages": messages}
+        rows.append(line(body, session="s", time=START + turn, url=CHAT_URL))
+    return write_lines(tmp_path / "openai.jsonl", rows)
+
+
+def schema_keys_moved(tmp_path: Path) -> Path:
+    """The third request sends a tool's schema with its keys in another order (a framework that
+    rebuilds schemas from a set: bifrost #2082): the same tools to a key-sorted trace, other
+    bytes to the provider, whose body the proxy logged as sent."""
+    rows = []
+    for turn in range(1, 5):
+        body = conversation(turn)
+        if turn >= 3:
+            schema = body["tools"][1]["input_schema"]
+            schema["properties"] = {"q": {"type": "string"}}
+            body["tools"][1]["input_schema"] = dict(reversed(list(schema.items())))
+        else:
+            body["tools"][1]["input_schema"]["properties"] = {"q": {"type": "string"}}
+        rows.append(line(body, session="s", time=START + turn, read=100 if turn > 1 else 0))
+    return write_lines(tmp_path / "schema.jsonl", rows)
+
+
+def settings_keys_moved(tmp_path: Path) -> Path:
+    """The third request sends its top-level members in another order, nothing else changed."""
+    rows = []
+    for turn in range(1, 5):
+        body = conversation(turn)
+        if turn >= 3:
+            body = {
+                key: body[key] for key in ("messages", "system", "tools", "max_tokens", "model")
+            }
+        rows.append(line(body, session="s", time=START + turn, read=100 if turn > 1 else 0))
+    return write_lines(tmp_path / "order.jsonl", rows)
+
+
+def counters_miss(tmp_path: Path) -> Path:
+    """A conversation that keeps its prefix byte for byte, and the provider's counters say its
+    fourth request read nothing though the third had cached tokens: an unexplained miss, seen
+    by the digests alone."""
+    rows = [
+        line(conversation(turn), session="s", time=START + turn, read=0 if turn in (1, 4) else 90)
+        for turn in range(1, 6)
+    ]
+    return write_lines(tmp_path / "miss.jsonl", rows)
+
+
 PLANTED = {
+    "a tool schema's keys moved": schema_keys_moved,
+    "the top-level keys moved": settings_keys_moved,
+    "a miss only the counters show": counters_miss,
+    "another provider's marker": another_providers_marker,
     "anthropic thread": anthropic_thread,
     "shorthand opening": shorthand_opening,
     "ttls swapped": ttls_swapped,
@@ -149,3 +213,16 @@ def test_the_tier_agrees_with_the_full_judge_on_each_planted_edit(
     path = write_lines(tmp_path / "s.jsonl", session_lines("s", turns=5, edit=EDITS[name]))
     tier, full = both(path)
     assert tier == full
+
+
+EXPECTED = {
+    "a tool schema's keys moved": [(3, "tools_changed", "exact")],
+    "the top-level keys moved": [],  # not a break on Anthropic (the near miss of the above)
+    "a miss only the counters show": [(4, "unexplained_miss", "counters")],
+}
+
+
+@pytest.mark.parametrize("name", list(EXPECTED))
+def test_what_the_tier_finds_on_the_planted_edits(tmp_path: Path, name: str) -> None:
+    tier, _ = both(PLANTED[name](tmp_path))
+    assert [(f["request"], f["verdict"], f["evidence"]) for f in tier] == EXPECTED[name]

@@ -59,13 +59,14 @@ def line(
     read: int = 0,
     deploy: str | None = None,
     request_id: str | None = None,
+    url: str = ANTHROPIC_URL,
 ) -> dict[str, Any]:
     headers = {}
     if session is not None:
         headers["x-session-id"] = session
     if deploy is not None:
         headers["x-deploy"] = deploy
-    found: dict[str, Any] = {"url": ANTHROPIC_URL, "body": body, "headers": headers}
+    found: dict[str, Any] = {"url": url, "body": body, "headers": headers}
     if time is not None:
         found["time"] = time
     found["response"] = {

@@ -90,6 +90,10 @@ class Reader(ABC):
     def read(self, unit: Unit) -> Iterator[TraceRecord]:
         """A record per request the unit holds; `BadRecord` when it cannot be read."""
 
+    def begin(self) -> None:  # noqa: B027 - an optional part: most readers keep nothing
+        """A file is about to be read: forget what was learnt from another (a reader may keep
+        what it learns within a file, such as which provider a URL belongs to)."""
+
 
 def integer(value: Any) -> int | None:
     """A token count: an int (or an integral float or numeric string), else None."""

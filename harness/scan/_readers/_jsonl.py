@@ -21,7 +21,7 @@ from harness.providers import provider_named
 from harness.providers._registry import usage_of
 from harness.scan._keys import id_of, seconds
 from harness.scan._readers._base import BadRecord, Reader, Unit, body_of, response_counters
-from harness.scan._record import Counters, TraceRecord
+from harness.scan._record import Counters, TraceRecord, joined
 
 __all__ = ["JsonlReader"]
 
@@ -31,10 +31,10 @@ _SESSION_HEADERS: Final = ("x-session-id", "session-id", "x-conversation-id")
 
 
 class _Line(msgspec.Struct):
-    """A wrapped line, its body left as bytes (the fast path: the body is never decoded into
-    objects, only digested)."""
+    """A wrapped line, its body an object whose members are left as JSON text (the fast path:
+    the body is never decoded into objects, only digested)."""
 
-    body: msgspec.Raw
+    body: dict[str, msgspec.Raw]
     url: str | None = None
     time: Any = None
     headers: Any = None
@@ -46,9 +46,10 @@ class _Line(msgspec.Struct):
 
 
 _LINE: Final = msgspec.json.Decoder(_Line)
-# The provider whose usage rules read a URL's responses, found once per URL (a URL is one
-# provider's endpoint); a line without a URL is asked about its body each time.
-_PROVIDERS: dict[str, str | None] = {}
+# The provider whose usage rules read a URL's responses, found once per URL in a file (a URL is
+# one provider's endpoint); a line without a URL is asked about its body each time.
+_PROVIDERS: dict[str, Any] = {}  # URL -> Provider, or None
+_UNSEEN: Final = object()
 
 
 def _headers(value: Any) -> dict[str, str]:
@@ -69,6 +70,9 @@ class JsonlReader(Reader):
         if "body" in value and set(value) - {"session", "session_id", "id"} <= _WRAPPED:
             return True
         return any(key in value for key in _PROMPT) and "model" in value
+
+    def begin(self) -> None:
+        _PROVIDERS.clear()  # the providers registered may have changed since the last file
 
     def read(self, unit: Unit) -> Iterator[TraceRecord]:
         if unit.raw is not None:
@@ -121,11 +125,10 @@ def _fast(unit: Unit, name: str) -> TraceRecord | None:
     try:
         line = _LINE.decode(unit.raw or b"")
     except (msgspec.DecodeError, RecursionError):
-        return None
-    raw = bytes(line.body)
-    if raw[:1] != b"{" or line.url is None:
-        return None  # a body as text, or no URL: the general path
-    provider, found = _counters(raw, line.url, line.response)
+        return None  # a body as text (or none), or not a line of this shape: the general path
+    if line.url is None:
+        return None  # no URL: the general path (the body's shape says its provider)
+    provider, found = _counters(line.body, line.url, line.response)
     headers = _headers(line.headers)
     session = id_of(line.session_id) or id_of(line.session)
     session = session or next((headers[h] for h in _SESSION_HEADERS if h in headers), None)
@@ -138,7 +141,7 @@ def _fast(unit: Unit, name: str) -> TraceRecord | None:
         request_id=id_of(line.id) or headers.get("x-request-id"),
         time=seconds(time),
         url=line.url,
-        raw=raw,
+        members=line.body,
         evidence="exact",
         provider=provider,
         counters=found,
@@ -146,17 +149,19 @@ def _fast(unit: Unit, name: str) -> TraceRecord | None:
     )
 
 
-def _counters(raw: bytes, url: str, response: Any) -> tuple[str | None, Counters]:
-    if url not in _PROVIDERS:
-        body, _ = body_of(raw)
-        _PROVIDERS[url] = response_counters(body, url, None)[0]
-    name = _PROVIDERS[url]
-    provider = provider_named(name) if name else None
-    if provider is None or response is None:
-        return name, Counters()
-    usage = usage_of(provider, response)
+def _counters(
+    members: dict[str, msgspec.Raw], url: str, response: Any
+) -> tuple[str | None, Counters]:
+    provider = _PROVIDERS.get(url, _UNSEEN)
+    if provider is _UNSEEN:
+        body, _ = body_of(joined(members))
+        name = response_counters(body, url, None)[0]
+        provider = _PROVIDERS[url] = provider_named(name) if name else None
+    if provider is None:
+        return None, Counters()
+    usage = usage_of(provider, response) if response is not None else None
     if usage is None:
-        return name, Counters()
-    return name, Counters(
+        return provider.name, Counters()
+    return provider.name, Counters(
         usage.input_tokens, usage.read_tokens, usage.written_tokens, usage.output_tokens
     )
