@@ -11,6 +11,7 @@ like a test's. The root `conftest.py` keeps the session free of CI variables and
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +21,15 @@ import pytest
 pytest.register_assert_rewrite("tests.support")
 
 from tests.support.paths import copy_project  # noqa: E402
+
+# The harness packages an inner pytest run of a generated project imports when it proves, captures
+# and reports (deepdiff, under the drift report, brings numpy, pandas and pyarrow: over a second),
+# imported once per test process here. pytester drops from `sys.modules` every module first
+# imported during a run, so each in-process run imported them all again. A whole-suite run
+# imports them anyway when it collects the test modules; a run of one file now does the same.
+INNER_RUN_IMPORTS = ("agent", "cache", "capture", "cost", "drift", "prove", "providers", "rules")
+for _package in INNER_RUN_IMPORTS:
+    importlib.import_module(f"harness.{_package}")
 
 
 @pytest.fixture

@@ -1,8 +1,12 @@
 """`harness init` in an existing project: what it prints and writes, what it refuses, and that
 what it writes works (the generated proof passes, and fails on the bug it is there for).
 
-Projects are pytester folders; `harness init` runs through `harness.cli.main`, and the project's
-tests run in a pytest subprocess, as the user would run them.
+Projects are pytester folders; `harness init` runs through `harness.cli.main`. The project's tests
+run in a pytest subprocess where the test stands for the user's shell: the first run of the
+generated proof (with every installed pytest plugin, as the user's own `pytest` loads them) and the
+three next commands of an SDK project. Elsewhere they run in process: what those tests check (a
+generated file failing on its bug, a pytest configuration read from its file, a conftest beside
+the project's own) needs no fresh interpreter (decision 0036).
 """
 
 from __future__ import annotations
@@ -86,6 +90,7 @@ def test_init_prints_then_writes_a_configuration_a_conftest_and_a_passing_proof(
         f"harness check {project}",
     ]
 
+    # the user's own `pytest` from a shell: a fresh interpreter, every installed plugin loaded
     result = inner_pytest(pytester, subprocess=True, user_plugins=True)
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["configfile: pytest.ini", "*no header drift*"])
@@ -115,7 +120,7 @@ def test_the_generated_proof_fails_when_the_example_loses_its_sort(
     text = proof.read_text()
     assert SORT_LINE in text
     proof.write_text(text.replace(SORT_LINE, "    pass"))  # tools in the order they finished
-    result = inner_pytest(pytester, subprocess=True, user_plugins=True)
+    result = inner_pytest(pytester)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*cause: asyncio completion order*", "*tools_changed*"])
 
@@ -171,7 +176,7 @@ def test_tests_option_puts_the_files_beside_the_projects_own_conftest(
     assert (code, err) == (0, "")
     assert (project / "tests/conftest.py").read_text() == own
     assert (project / "tests/prompt_cache/conftest.py").is_file()
-    inner_pytest(pytester, subprocess=True, user_plugins=True).assert_outcomes(passed=2)
+    inner_pytest(pytester).assert_outcomes(passed=2)
 
 
 @pytest.mark.parametrize("where", ["/elsewhere", "../outside"])
@@ -213,7 +218,7 @@ def test_an_existing_pytest_configuration_is_left_alone_and_the_lines_to_add_wor
     # What the user then adds under the section works in that file's syntax (here, 5 runs).
     added = "\n".join(line.replace("8", "5") for line in lines)
     config.write_text(content + added + "\n")
-    result = inner_pytest(pytester, subprocess=True, user_plugins=True)
+    result = inner_pytest(pytester)  # pytest reads that file in process as it does in a shell
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["harness: mode check, 5 registration orders per scenario*"])
 
@@ -310,10 +315,10 @@ def test_the_three_next_commands_record_and_gate_an_sdk_project(
     uncomment_stand_in(project / "tests/conftest.py")
     (project / "tests/test_agent.py").write_text(CAPTURED_TEST)
 
-    inner_pytest(
-        pytester, "tests/test_prompt_cache.py", subprocess=True, user_plugins=True
-    ).assert_outcomes(passed=1)
-    recorded = inner_pytest(pytester, "--harness-mode=record", subprocess=True, user_plugins=True)
+    # the commands as the user types them: pytest subprocesses (the installed plugins this suite
+    # never uses are left out: the first test here runs the user's pytest with all of them)
+    inner_pytest(pytester, "tests/test_prompt_cache.py", subprocess=True).assert_outcomes(passed=1)
+    recorded = inner_pytest(pytester, "--harness-mode=record", subprocess=True)
     recorded.assert_outcomes(passed=2)
     cassettes = sorted((project / "fixtures/cassettes").rglob("*.json"))
     assert len(cassettes) == 1
@@ -327,7 +332,7 @@ def test_the_three_next_commands_record_and_gate_an_sdk_project(
     # The bug the gate is for: the agent's tools move; the replay fails, naming the drift.
     test = project / "tests/test_agent.py"
     test.write_text(CAPTURED_TEST.replace("TOOLS,", "list(reversed(TOOLS)),"))
-    replay = inner_pytest(pytester, "tests/test_agent.py", subprocess=True, user_plugins=True)
+    replay = inner_pytest(pytester, "tests/test_agent.py", subprocess=True)
     replay.assert_outcomes(failed=1)
     replay.stdout.fnmatch_lines(["*tools_changed*"])
     shutil.rmtree(project / "fixtures")

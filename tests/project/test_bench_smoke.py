@@ -20,7 +20,7 @@ pytest.importorskip("yaml")
 from bench import peers, processes, transcript
 from bench.__main__ import Plan, main, run
 from bench.bodies import dispatched_requests
-from bench.figures import goals, to_json
+from bench.figures import Figures, goals, to_json
 from bench.floor import FloorUnsupported, floor_check, verify
 from bench.report import END, START, render, write_between_markers
 from harness._shared._files import read, write
@@ -59,8 +59,29 @@ ISSUE_KEYS = (
 
 
 @pytest.fixture(scope="module")
-def figures(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
-    return run(TOY, tmp_path_factory.mktemp("bench"), "python -m bench --toy")
+def toy_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Figures, Path]:
+    """One TOY run for every test here: through `main`, as `python -m bench --quick --json PATH`
+    runs, with the TOY plan in place of QUICK; the figures `main` rendered, and its JSON file."""
+    import bench.__main__ as entry
+
+    target = tmp_path_factory.mktemp("bench") / "figures.json"
+    made: list[Figures] = []
+
+    def run_and_keep(plan: Plan, root: Path, command: str) -> Figures:
+        made.append(run(plan, root, command))
+        return made[-1]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(entry, "QUICK", TOY)
+        patch.setattr(entry, "run", run_and_keep)
+        assert main(["--quick", "--json", str(target)]) == 0
+    (figures,) = made
+    return figures, target
+
+
+@pytest.fixture(scope="module")
+def figures(toy_run):  # type: ignore[no-untyped-def]
+    return toy_run[0]
 
 
 @pytest.mark.slow
@@ -105,7 +126,7 @@ def test_the_json_has_the_issue_keys(figures) -> None:  # type: ignore[no-untype
 @pytest.mark.slow
 def test_the_markdown_has_every_contender_and_judges_every_goal(figures) -> None:  # type: ignore[no-untyped-def]
     text = render(figures)
-    assert "python -m bench --toy" in text
+    assert "python -m bench --quick" in text  # the command that made the figures
     for name in ("**harness**", "floor", *(p.name for p in peers.PEERS), "**strongest peer"):
         assert any(line.startswith(f"| {name}") for line in text.splitlines()), name
     judged = goals(figures)
@@ -114,14 +135,11 @@ def test_the_markdown_has_every_contender_and_judges_every_goal(figures) -> None
 
 
 @pytest.mark.slow
-def test_main_writes_the_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import bench.__main__ as entry
-
-    monkeypatch.setattr(entry, "QUICK", TOY)
-    target = tmp_path / "figures.json"
-    assert main(["--quick", "--json", str(target)]) == 0
+def test_main_writes_the_json(toy_run: tuple[Figures, Path]) -> None:
+    figures, target = toy_run  # `main` exited 0 (the fixture asserts it)
     data = json.loads(target.read_text(encoding="utf-8"))
     assert all(key in data for key in ISSUE_KEYS)
+    assert data == json.loads(json.dumps(to_json(figures)))  # the figures of that run
 
 
 @pytest.fixture(scope="module")

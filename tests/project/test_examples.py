@@ -11,6 +11,11 @@ reordered or an edited tool.
 
 The PYTHONHASHSEED subprocesses import this module to find `ask_support_agent`, so the example
 packages and SDKs are imported inside functions only.
+
+Each example's suite runs in a pytest subprocess, as its README runs it from a shell; the installed
+pytest plugins this suite never uses (`UNUSED_PLUGINS`: hypothesis', and langsmith's, which
+langchain brings) are left out, as an example's own install would not bring them. The user's own
+`pytest` with every installed plugin runs in tests/cli/test_init.py (decision 0036).
 """
 
 from __future__ import annotations
@@ -237,7 +242,7 @@ def test_example_suite_passes_after_the_fix(
     copy_example(example, pytester.path)
     monkeypatch.delenv(RACY, raising=False)
     monkeypatch.setenv("CI", "true")  # as CI runs it: replay only, nothing written
-    result = inner_pytest(pytester, "-p", "no:randomly", subprocess=True, user_plugins=True)
+    result = inner_pytest(pytester, "-p", "no:randomly", subprocess=True)
     result.assert_outcomes(passed=SUITES[example])
 
 
@@ -250,7 +255,7 @@ def test_example_suite_fails_before_the_fix_with_the_report(
     copy_example(example, pytester.path)
     monkeypatch.setenv(RACY, "1")
     monkeypatch.setenv("PYTHONHASHSEED", "0")  # the README's run: the set order of seed 0
-    result = inner_pytest(pytester, "-p", "no:randomly", subprocess=True, user_plugins=True)
+    result = inner_pytest(pytester, "-p", "no:randomly", subprocess=True)
     result.assert_outcomes(failed=2)
     output = result.stdout.str()
     for expected in (
@@ -278,7 +283,7 @@ def test_a_framework_project_records_once_and_ci_replays_it_offline(
     monkeypatch.delenv(RACY, raising=False)
     monkeypatch.delenv("CI", raising=False)
     recording = inner_pytest(
-        pytester, "-p", "no:randomly", "--harness-mode=record", subprocess=True, user_plugins=True
+        pytester, "-p", "no:randomly", "--harness-mode=record", subprocess=True
     )
     recording.assert_outcomes(passed=SUITES[example])
     cassettes = sorted((pytester.path / "fixtures" / "cassettes").rglob("*.json"))
@@ -286,7 +291,7 @@ def test_a_framework_project_records_once_and_ci_replays_it_offline(
     assert all(b"[redacted]" in path.read_bytes() for path in cassettes)
 
     monkeypatch.setenv("CI", "true")
-    replay = inner_pytest(pytester, "-p", "no:randomly", subprocess=True, user_plugins=True)
+    replay = inner_pytest(pytester, "-p", "no:randomly", subprocess=True)
     replay.assert_outcomes(passed=SUITES[example])
     assert "no header drift" in replay.stdout.str()
     assert sorted((pytester.path / "fixtures" / "cassettes").rglob("*.json")) == cassettes
@@ -301,7 +306,7 @@ def test_a_framework_project_fails_in_ci_on_a_reordered_tool(
     copy_example(example, pytester.path)
     monkeypatch.setenv(RACY, "1")
     monkeypatch.setenv("CI", "true")
-    result = inner_pytest(pytester, "-p", "no:randomly", subprocess=True, user_plugins=True)
+    result = inner_pytest(pytester, "-p", "no:randomly", subprocess=True)
     result.assert_outcomes(failed=SUITES[example])
     output = result.stdout.str()
     assert "harness.CassetteMismatch: request 1 (POST /v1/" in output
@@ -325,7 +330,7 @@ def test_a_framework_project_fails_in_ci_on_an_edited_tool(
     path.write_text(path.read_text().replace(old, new))  # a developer rewords one tool
     monkeypatch.delenv(RACY, raising=False)
     monkeypatch.setenv("CI", "true")
-    result = inner_pytest(pytester, "-p", "no:randomly", subprocess=True, user_plugins=True)
+    result = inner_pytest(pytester, "-p", "no:randomly", subprocess=True)
     result.assert_outcomes(failed=SUITES[example])
     output = result.stdout.str()
     assert "tools_changed: tool " in output and "changed (same names, same order)" in output

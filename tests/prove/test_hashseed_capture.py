@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.inner import inner_pytest
+from tests.support.inner import imported_first, inner_pytest
 
 pytestmark = pytest.mark.slow  # every proof starts child interpreters
 
@@ -141,8 +141,15 @@ FAMILIES = [
 ]
 
 
+# The clients the builds import in the in-process parent runs (the children import their own):
+# once for the module, not once per run.
+clients_imported = imported_first("anthropic", "openai", "httpx", "boto3", "google.genai.types")
+
+
 @pytest.fixture
-def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+def project(
+    clients_imported: None, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> pytest.Pytester:
     for library in ("boto3", "google.genai", "httpx", "anthropic", "openai"):
         pytest.importorskip(library)
     pytester.makeconftest(CONFTEST)

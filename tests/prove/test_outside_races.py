@@ -13,6 +13,8 @@ import re
 
 import pytest
 
+from tests.support.inner import imported_first
+
 from .conftest import PYTHON, cause_of, make_agent, prove
 
 pytestmark = pytest.mark.slow
@@ -291,8 +293,11 @@ async def build():
 """
 
 MCP_SHAPES = {"connect-and-list": MCP_AGENT, "sessions-kept-open": MCP_SESSIONS_KEPT}
+# The mcp client the agents import (seconds): once for the module, not once per in-process run.
+mcp_imported = imported_first("mcp", "mcp.client.stdio")
 
 
+@pytest.mark.usefixtures("mcp_imported")
 @pytest.mark.parametrize("fixed", [False, True], ids=["racy", "fixed"])
 @pytest.mark.parametrize("shape", sorted(MCP_SHAPES))
 def test_tools_from_mcp_servers_over_stdio(

@@ -10,6 +10,7 @@ import pytest
 
 from harness.capture import matcher_named
 from harness.providers import provider_hosts, provider_named
+from tests.support.inner import inner_pytest
 
 CONFTEST = """
 from harness import CacheView, RequestSplit
@@ -59,7 +60,7 @@ def test_a_conftest_registers_a_provider_and_a_matcher_for_the_run(
     where.mkdir(parents=True, exist_ok=True)
     (where / "conftest.py").write_text(CONFTEST)
     (where / "test_acme.py").write_text(TEST)
-    result = pytester.runpytest_inprocess("-p", "no:randomly", "-p", "no:cacheprovider")
+    result = inner_pytest(pytester, "-p", "no:randomly", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
     assert provider_named("acme") is None, "unregistered when the run ended"
     assert "api.acme.test" not in provider_hosts()
@@ -72,5 +73,5 @@ def test_without_the_hook_the_run_does_not_know_the_provider(pytester: pytest.Py
     """The near miss: the same conftest, its hook named otherwise, registers nothing."""
     pytester.makeconftest(CONFTEST.replace("def pytest_harness_configure", "def configure"))
     pytester.makepyfile(test_acme=TEST)
-    result = pytester.runpytest_inprocess("-p", "no:randomly", "-p", "no:cacheprovider")
+    result = inner_pytest(pytester, "-p", "no:randomly", "-p", "no:cacheprovider")
     result.assert_outcomes(failed=1)

@@ -97,12 +97,8 @@ def racy_project(pytester: pytest.Pytester, *, fixed: bool) -> None:
 REPRODUCE = re.compile(r"reproduce:\s+(pytest \S+ .+)$", re.MULTILINE)
 
 
-@pytest.mark.parametrize("flags", MATRIX)
-def test_a_racy_registry_fails_under_shuffle_naming_the_seed_and_orders(
-    pytester: pytest.Pytester, flags: list[str]
-) -> None:
-    racy_project(pytester, fixed=False)
-    result = inner_pytest(pytester, *flags)
+def assert_racy_report(result: pytest.RunResult, flags: list[str]) -> None:
+    """The racy project's run: one failure naming the seed, both orders and how to reproduce."""
     result.assert_outcomes(failed=1)
     out = result.stdout.str()
     assert "header drift under permutation" in out
@@ -115,6 +111,16 @@ def test_a_racy_registry_fails_under_shuffle_naming_the_seed_and_orders(
         assert "--harness-seed=" in REPRODUCE.search(out).group(1)  # type: ignore[union-attr]
     else:
         assert "--randomly-seed=" in REPRODUCE.search(out).group(1)  # type: ignore[union-attr]
+
+
+# The `-n 2` cells are checked by the first run of the rerun test below, which makes this same run
+# and asserts the same report (assert_racy_report) before it reruns: one run with workers fewer.
+@pytest.mark.parametrize("flags", [case for case in MATRIX if not case.id.startswith(SLOW)])
+def test_a_racy_registry_fails_under_shuffle_naming_the_seed_and_orders(
+    pytester: pytest.Pytester, flags: list[str]
+) -> None:
+    racy_project(pytester, fixed=False)
+    assert_racy_report(inner_pytest(pytester, *flags), flags)
 
 
 @pytest.mark.parametrize("flags", MATRIX)
@@ -138,7 +144,7 @@ def test_rerunning_with_the_printed_seed_reproduces_the_failure(
 ) -> None:
     racy_project(pytester, fixed=False)
     first = inner_pytest(pytester, *flags)
-    first.assert_outcomes(failed=1)
+    assert_racy_report(first, flags)  # for `-n 2`, the only run of the racy project's report
     match = REPRODUCE.search(first.stdout.str())
     assert match
     command = shlex.split(match.group(1))[1:]  # drop "pytest"
@@ -193,23 +199,31 @@ def files_of(root: Path) -> dict[str, tuple[bytes, int]]:
     }
 
 
-@pytest.mark.parametrize("flags", xdist_cases())
-def test_check_mode_with_no_recording_fails_and_writes_nothing(
-    pytester: pytest.Pytester, flags: list[str]
-) -> None:
-    root = scenario_project(pytester)
+def assert_no_recording_fails(pytester: pytest.Pytester, root: Path, flags: list[str]) -> None:
     result = inner_pytest(pytester, *flags)
     result.assert_outcomes(failed=1)
     assert "no recording for scenario 'hello'" in result.stdout.str()
     assert not root.exists()
 
 
+# The `-n 2` cell is the first run of the record-check-update test below, on the same project.
+@pytest.mark.parametrize("flags", [case for case in xdist_cases() if case.id not in SLOW])
+def test_check_mode_with_no_recording_fails_and_writes_nothing(
+    pytester: pytest.Pytester, flags: list[str]
+) -> None:
+    assert_no_recording_fails(pytester, scenario_project(pytester), flags)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("flags", xdist_cases())
-def test_record_then_check_under_ci_passes_and_writes_nothing(
-    pytester: pytest.Pytester, flags: list[str], monkeypatch: pytest.MonkeyPatch
+def test_record_then_check_under_ci_writes_nothing_and_update_rewrites_only_what_changed(
+    pytester: pytest.Pytester, flags: list[str]
 ) -> None:
+    """One project through its life: check mode with no recording fails and writes nothing; one
+    recording for the rest: under CI, check passes and nothing is written (update is refused);
+    then update rewrites nothing until the scenario changes, and then only its files."""
     root = scenario_project(pytester)
+    assert_no_recording_fails(pytester, root, flags)
     inner_pytest(pytester, "--harness-mode=record", *flags).assert_outcomes(passed=1)
     recorded = files_of(root)
     assert {
@@ -217,27 +231,19 @@ def test_record_then_check_under_ci_passes_and_writes_nothing(
         "fixtures/hello/log.json",
         "snapshots/headers/default/tool-schemas.expected.json",
     } <= set(recorded)
-    monkeypatch.setenv("CI", "true")
-    result = inner_pytest(pytester, *flags)
-    result.assert_outcomes(passed=1)
-    assert files_of(root) == recorded
-    refused = inner_pytest(pytester, "--harness-mode=update", *flags)
-    assert refused.ret == pytest.ExitCode.USAGE_ERROR
-    assert "CI never writes" in refused.stderr.str()
-    assert files_of(root) == recorded
+    with pytest.MonkeyPatch.context() as ci:
+        ci.setenv("CI", "true")
+        result = inner_pytest(pytester, *flags)
+        result.assert_outcomes(passed=1)
+        assert files_of(root) == recorded
+        refused = inner_pytest(pytester, "--harness-mode=update", *flags)
+        assert refused.ret == pytest.ExitCode.USAGE_ERROR
+        assert "CI never writes" in refused.stderr.str()
+        assert files_of(root) == recorded
 
-
-@pytest.mark.slow
-@pytest.mark.parametrize("flags", xdist_cases())
-def test_update_mode_rewrites_only_what_changed(
-    pytester: pytest.Pytester, flags: list[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    root = scenario_project(pytester)
-    inner_pytest(pytester, "--harness-mode=record", *flags).assert_outcomes(passed=1)
-    before = files_of(root)
     unchanged = inner_pytest(pytester, "--harness-mode=update", *flags)
     unchanged.assert_outcomes(passed=1)
-    assert files_of(root) == before  # bytes and mtimes: nothing rewritten
+    assert files_of(root) == recorded  # bytes and mtimes: nothing rewritten
     test_file = pytester.path / "test_scenario.py"
     test_file.write_text(
         test_file.read_text().replace(
@@ -249,7 +255,7 @@ def test_update_mode_rewrites_only_what_changed(
     )  # check mode: changed input
     inner_pytest(pytester, "--harness-mode=update", *flags).assert_outcomes(passed=1)
     after = files_of(root)
-    changed = {name for name in after if after[name] != before.get(name)}
+    changed = {name for name in after if after[name] != recorded.get(name)}
     assert changed == {
         "fixtures/hello/scenario.json",
         "snapshots/headers/default/tool-schemas.expected.json",

@@ -4,9 +4,13 @@ Groq, Mistral, Cohere v2 and google-genai (sync) talk to their real hosts throug
 marked `@pytest.mark.header_capture` records them with no `hosts` setting, over one in-process
 stand-in (`harness_upstream`), replays them under `CI=true`, and fails with the drift report when
 a tool is reordered between turns (the prefix-chain gate). google-genai sends spaced JSON: the
-gate parses it. The inner runs are subprocesses: google-genai's pydantic types do not survive
-pytester's in-process module reset between two runs. With vcrpy / pytest-recording on the same
-test, the stand-in call stays out of vcrpy's sight. Each SDK is skipped where it is not installed.
+gate parses it. With vcrpy / pytest-recording on the same test, the stand-in call stays out of
+vcrpy's sight. Each SDK is skipped where it is not installed.
+
+The inner runs are in process, each SDK imported in this process before them (`imported_first`):
+once per test process rather than once per run (litellm and dspy take seconds each), and never
+dropped by pytester's module reset between two runs (google-genai's pydantic types did not
+survive it). No run here needs a fresh interpreter: no PYTHONHASHSEED, no xdist workers.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from tests.support.inner import inner_pytest
+from tests.support.inner import imported_first, inner_pytest
 
 pytestmark = pytest.mark.slow
 
@@ -33,6 +37,12 @@ def installed(module: str) -> bool:
 
 
 AVAILABLE = [name for name, module in SDKS.items() if installed(module)]
+# What the projects' tests import, imported in this process before the in-process runs.
+sdks_imported = imported_first(
+    "groq", "mistralai", "mistralai.client", "cohere", "google.genai.types"
+)
+litellm_imported = imported_first("litellm")
+dspy_imported = imported_first("litellm", "dspy")
 
 CONFTEST = """
 import httpx2
@@ -275,6 +285,7 @@ def only(names: list[str]) -> tuple[str, ...]:
 
 
 @pytest.mark.skipif(not AVAILABLE, reason="none of groq, mistralai, cohere, google-genai installed")
+@pytest.mark.usefixtures("sdks_imported")
 def test_sdks_record_replay_in_ci_and_fail_on_a_reordered_tool(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -282,14 +293,7 @@ def test_sdks_record_replay_in_ci_and_fail_on_a_reordered_tool(
     monkeypatch.delenv("CI", raising=False)
     monkeypatch.delenv("REORDER", raising=False)
     recorded = inner_pytest(
-        project,
-        "-p",
-        "no:randomly",
-        "-p",
-        "no:cacheprovider",
-        "--harness-mode=record",
-        *selected,
-        subprocess=True,
+        project, "-p", "no:randomly", "-p", "no:cacheprovider", "--harness-mode=record", *selected
     )
     recorded.assert_outcomes(passed=len(AVAILABLE))
     text = recorded.stdout.str()
@@ -299,22 +303,15 @@ def test_sdks_record_replay_in_ci_and_fail_on_a_reordered_tool(
     assert [path.stem for path in cassettes] == sorted(f"test_{name}" for name in AVAILABLE)
 
     monkeypatch.setenv("CI", "true")
-    inner_pytest(
-        project, "-p", "no:randomly", "-p", "no:cacheprovider", *selected, subprocess=True
-    ).assert_outcomes(passed=len(AVAILABLE))
+    inner_pytest(project, "-p", "no:randomly", "-p", "no:cacheprovider", *selected).assert_outcomes(
+        passed=len(AVAILABLE)
+    )
     assert main(["check", str(project.path)]) == 0
 
     monkeypatch.delenv("CI")
     monkeypatch.setenv("REORDER", "1")
     broken = inner_pytest(
-        project,
-        "-p",
-        "no:randomly",
-        "-p",
-        "no:cacheprovider",
-        "--harness-mode=record",
-        *selected,
-        subprocess=True,
+        project, "-p", "no:randomly", "-p", "no:cacheprovider", "--harness-mode=record", *selected
     )
     broken.assert_outcomes(failed=len(AVAILABLE))
     out = broken.stdout.str()
@@ -326,13 +323,14 @@ def test_sdks_record_replay_in_ci_and_fail_on_a_reordered_tool(
 
 
 @pytest.mark.skipif(not installed("google.genai"), reason="google-genai is not installed")
+@pytest.mark.usefixtures("sdks_imported")
 def test_gemini_spaced_json_and_its_cache_signal_are_read(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.delenv("CI", raising=False)
     monkeypatch.delenv("REORDER", raising=False)
     inner_pytest(
-        project, "-p", "no:randomly", "--harness-mode=record", "-k", "test_gemini", subprocess=True
+        project, "-p", "no:randomly", "--harness-mode=record", "-k", "test_gemini"
     ).assert_outcomes(passed=1)
     cassette = project.path / "fixtures" / "cassettes" / "test_agents" / "test_gemini.json"
     exchanges = json.loads(cassette.read_text())["exchanges"]
@@ -347,6 +345,7 @@ def test_gemini_spaced_json_and_its_cache_signal_are_read(
     not (installed("vcr") and installed("pytest_recording") and installed("groq")),
     reason="vcrpy, pytest-recording and groq are needed",
 )
+@pytest.mark.usefixtures("sdks_imported")
 def test_vcrpy_on_the_same_test_does_not_see_the_stand_in(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -358,21 +357,14 @@ def test_vcrpy_on_the_same_test_does_not_see_the_stand_in(
             "@pytest.mark.header_capture", "@pytest.mark.vcr\n@pytest.mark.header_capture"
         )
     )
-    result = inner_pytest(
-        project,
-        "-p",
-        "no:randomly",
-        "--harness-mode=record",
-        "-k",
-        "test_groq",
-        user_plugins=True,
-        subprocess=True,
-    )
+    # pytest-recording is not one of the plugins a run blocks (UNUSED_PLUGINS)
+    result = inner_pytest(project, "-p", "no:randomly", "--harness-mode=record", "-k", "test_groq")
     result.assert_outcomes(passed=1)
     assert "CannotOverwriteExistingCassetteException" not in result.stdout.str()
 
 
 @pytest.mark.skipif(not installed("litellm"), reason="litellm is not installed")
+@pytest.mark.usefixtures("litellm_imported")
 def test_litellm_sends_gemini_snake_case_and_a_reorder_is_found(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -381,7 +373,7 @@ def test_litellm_sends_gemini_snake_case_and_a_reorder_is_found(
     monkeypatch.setenv("GEMINI_API_KEY", "test-not-a-key")
     monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no download of its price list
     args = ("-p", "no:randomly", "-p", "no:cacheprovider", "test_litellm.py")
-    recorded = inner_pytest(project, *args, "--harness-mode=record", subprocess=True)
+    recorded = inner_pytest(project, *args, "--harness-mode=record")
     recorded.assert_outcomes(passed=1)
     assert "gemini 2 (judged 1)" in recorded.stdout.str()
     cassette = project.path / "fixtures" / "cassettes" / "test_litellm" / "test_litellm_gemini.json"
@@ -389,7 +381,7 @@ def test_litellm_sends_gemini_snake_case_and_a_reorder_is_found(
     sent = first.get("text") or json.dumps(first["json"])
     assert '"function_declarations"' in sent  # litellm's snake_case
     monkeypatch.setenv("REORDER", "1")
-    broken = inner_pytest(project, *args, "--harness-mode=record", subprocess=True)
+    broken = inner_pytest(project, *args, "--harness-mode=record")
     broken.assert_outcomes(failed=1)
     out = broken.stdout.str()
     assert (
@@ -401,6 +393,7 @@ def test_litellm_sends_gemini_snake_case_and_a_reorder_is_found(
 @pytest.mark.skipif(
     not (installed("dspy") and installed("litellm")), reason="dspy is not installed"
 )
+@pytest.mark.usefixtures("dspy_imported")
 def test_dspy_react_growing_messages_are_judged(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -412,11 +405,11 @@ def test_dspy_react_growing_messages_are_judged(
     monkeypatch.delenv("REORDER", raising=False)
     monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     args = ("-p", "no:randomly", "-p", "no:cacheprovider", "--harness-mode=record")
-    recorded = inner_pytest(pytester, *args, subprocess=True)
+    recorded = inner_pytest(pytester, *args)
     recorded.assert_outcomes(passed=1)
     # two runs of ReAct (two steps and the extract step each): the steps are one conversation
     assert "openai-chat 6 (judged 4)" in recorded.stdout.str()
     monkeypatch.setenv("REORDER", "1")
-    broken = inner_pytest(pytester, *args, subprocess=True)
+    broken = inner_pytest(pytester, *args)
     broken.assert_outcomes(failed=1)
     assert "system_changed: system text differs at /system/0/content" in broken.stdout.str()

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import importlib
+from collections.abc import Callable, Sequence
 
 import pytest
 
@@ -63,3 +64,28 @@ def inner_pytest(
     if subprocess:
         return pytester.runpytest_subprocess(*args, timeout=timeout)
     return pytester.runpytest_inprocess(*args)
+
+
+def imported_first(*modules: str) -> Callable[[], None]:
+    """A module-scoped fixture importing `modules` (an SDK, a framework) in the test process, for
+    the tests whose in-process runs import them: `sdk = imported_first("litellm")` in the test
+    module, and `@pytest.mark.usefixtures("sdk")` on the test.
+
+    pytester drops from `sys.modules` every module first imported while its fixture lives (the
+    test, and the inner runs in it), so a module the project's tests import would be imported
+    again by every run (seconds for litellm or dspy), and the objects it left behind (cached
+    clients, pydantic's types) would no longer match the classes of the next import. A fixture
+    of module scope is set up before the test's pytester, so what it imports stays: imported once
+    per test process, and every run reuses it, as the tests of one user's session share one
+    import. Only the modules that are installed: the tests skip the others themselves.
+    """
+
+    @pytest.fixture(scope="module")
+    def fixture() -> None:
+        for name in modules:
+            try:
+                importlib.import_module(name)
+            except ImportError:
+                continue
+
+    return fixture
