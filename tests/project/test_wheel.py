@@ -50,6 +50,10 @@ class Environment:
         drop = ("PYTEST_", "PYTHON", "VIRTUAL_ENV", "GITHUB_", "CI")
         environ = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
         environ["PATH"] = str(self.bin) + os.pathsep + os.defpath
+        # The environment's site-packages links to this suite's installed packages: a cache
+        # written there (pytest's assertion rewrite of a plugin's package, anyio's) would land
+        # beside those files naming this environment's path, and later runs would load it.
+        environ["PYTHONDONTWRITEBYTECODE"] = "1"
         return environ
 
     def run(self, argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:

@@ -91,17 +91,31 @@ def _roots_with(anyio_file: str | None) -> tuple[str, ...]:
     return tuple(os.path.normcase(root) for root in roots)
 
 
+# The packages whose spawning functions spawn for their caller, by the module a frame runs in.
+_SPAWNING_PACKAGES: Final = frozenset({"asyncio", "anyio"})
+
+
 def created_by_program(frame: FrameType | None) -> bool:
     """Whether the code that spawned a task is the program's: the first frame from `frame`
     outward that is neither the harness's nor a task-spawning function of asyncio or anyio
-    (`create_task`, `gather`, `as_completed`, `start_soon`...)."""
+    (`create_task`, `gather`, `as_completed`, `start_soon`...).
+
+    Whose a frame is, is read from the module it runs in (`__name__` in its globals) before its
+    file: a code object's `co_filename` is where it was compiled, and a cached compile may name
+    another place (pytest's assertion-rewrite cache of a plugin's package, written by a run in a
+    virtual environment linked to these files, keeps that environment's path: anyio's
+    `start_soon` then looked like nobody's spawner, and an anyio task group's tasks went
+    unordered)."""
     spawning = _spawning_roots()
     while frame is not None:
         code = frame.f_code
+        module = frame.f_globals.get("__name__")
+        package = module.partition(".")[0] if isinstance(module, str) else ""
         normal = os.path.normcase(code.co_filename)
-        harness = normal.startswith(_HARNESS + os.sep)
+        harness = package == "harness" or normal.startswith(_HARNESS + os.sep)
         spawner = code.co_name in _SPAWNERS or code.co_name.startswith("<")  # a comprehension
-        if not harness and not (spawner and normal.startswith(spawning)):
+        library = package in _SPAWNING_PACKAGES or normal.startswith(spawning)
+        if not harness and not (spawner and library):
             return is_program_file(code.co_filename)
         frame = frame.f_back
     return False
