@@ -55,9 +55,8 @@ def anyio_compiled_elsewhere(monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
 
     moved = 0
     for cls in (abstract.TaskGroup, backend.TaskGroup):
-        for name, value in vars(cls).items():
-            function = value if isinstance(value, types.FunctionType) else None
-            if function is None:
+        for function in vars(cls).values():
+            if not isinstance(function, types.FunctionType):
                 continue
             where = ELSEWHERE + function.__code__.co_filename.rpartition("/anyio/")[2]
             monkeypatch.setattr(function, "__code__", function.__code__.replace(co_filename=where))

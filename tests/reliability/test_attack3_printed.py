@@ -204,7 +204,7 @@ def test_a_long_model_name_is_cut_in_every_text_output(tmp_path: Path, cli: Cli)
 
 
 def test_a_model_name_of_megabytes_matches_no_rule() -> None:
-    from harness.providers._pack import MODEL_NAME_LIMIT, model_matches
+    from harness.providers._model_names import MODEL_NAME_LIMIT, model_matches
 
     prefix = "claude-sonnet-4-"
     assert model_matches(prefix + "x" * (MODEL_NAME_LIMIT - len(prefix)), "claude-sonnet-4*")

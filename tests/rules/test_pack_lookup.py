@@ -13,13 +13,13 @@ import itertools
 import random
 from fnmatch import fnmatchcase
 
+from harness.providers._model_names import model_matches
 from harness.providers._pack import (
     Breakpoints,
     Caching,
     Minimum,
     Row,
     Ttl,
-    model_matches,
     overlay,
     rules_pack,
 )
