@@ -21,8 +21,9 @@ mode, the cache view, `canonical_tools`, the errors), `harness.capture`, `harnes
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import Any
+
+from harness._shared._lazy import LazyExports
 
 _EXPORTS = {
     # the proof
@@ -57,12 +58,12 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
+_LAZY = LazyExports("harness", _EXPORTS, globals())
+
+
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'harness' has no attribute {name!r}")
-    return getattr(import_module(module), name)
+    return _LAZY.get(name)
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+    return _LAZY.dir()

@@ -15,8 +15,9 @@ Comparisons take cache views (`harness.CacheView`, `harness.view_of_header`, ...
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import TYPE_CHECKING, Any
+
+from harness._shared._lazy import LazyExports
 
 if TYPE_CHECKING:
     from harness._shared._printer import MARKER
@@ -52,14 +53,12 @@ __all__ = [
 ]
 
 
+_LAZY = LazyExports("harness.drift", _EXPORTS, globals())
+
+
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'harness.drift' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value  # asked once
-    return value
+    return _LAZY.get(name)
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+    return _LAZY.dir()

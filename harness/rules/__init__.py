@@ -18,8 +18,9 @@ the requests of one file (`Session`), each analysed (`Analysis`: what it caches,
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import TYPE_CHECKING, Any
+
+from harness._shared._lazy import LazyExports
 
 if TYPE_CHECKING:
     from harness.cache._analysis import Analysis, LintRequest, analyse
@@ -71,14 +72,12 @@ __all__ = [
 ]
 
 
+_LAZY = LazyExports("harness.rules", _EXPORTS, globals())
+
+
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'harness.rules' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value  # asked once
-    return value
+    return _LAZY.get(name)
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+    return _LAZY.dir()

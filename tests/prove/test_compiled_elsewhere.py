@@ -19,29 +19,13 @@ from collections.abc import Iterator
 import pytest
 
 from .conftest import cause_of, make_agent, prove
+from .test_latency_races import SHAPES
 
 pytestmark = pytest.mark.slow  # a generated project proved in process: a second or more
 
 anyio = pytest.importorskip("anyio")
 
-AGENT = """
-import anyio
-
-AWAITS = {"fs": 3, "web": 1, "shell": 2}
-
-async def build():
-    tools = []
-
-    async def connect(name):
-        for _ in range(AWAITS[name]):
-            await anyio.sleep(0)
-        tools.append(name)
-
-    async with anyio.create_task_group() as group:
-        for name in AWAITS:
-            group.start_soon(connect, name)
-    return request(FIX(tools))
-"""
+AGENT = SHAPES["anyio-task-group"][0]  # the racy task group of the latency races
 
 ELSEWHERE = "/elsewhere/venv/lib/python3.11/site-packages/anyio/"
 
