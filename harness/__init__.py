@@ -21,9 +21,8 @@ mode, the cache view, `canonical_tools`, the errors), `harness.capture`, `harnes
 
 from __future__ import annotations
 
+from importlib import import_module
 from typing import Any
-
-from harness._shared._lazy import LazyExports
 
 _EXPORTS = {
     # the proof
@@ -58,12 +57,14 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-_LAZY = LazyExports("harness", _EXPORTS, globals())
-
-
+# (not `harness._shared._lazy`: importing `harness.agent` runs this file, and the agent imports
+# nothing else from harness)
 def __getattr__(name: str) -> Any:
-    return _LAZY.get(name)
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'harness' has no attribute {name!r}")
+    return getattr(import_module(module), name)
 
 
 def __dir__() -> list[str]:
-    return _LAZY.dir()
+    return sorted({*globals(), *__all__})

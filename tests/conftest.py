@@ -12,6 +12,7 @@ like a test's. The root `conftest.py` keeps the session free of CI variables and
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,14 +23,31 @@ pytest.register_assert_rewrite("tests.support")
 
 from tests.support.paths import copy_project  # noqa: E402
 
-# The harness packages an inner pytest run of a generated project imports when it proves, captures
-# and reports (deepdiff, under the drift report, brings numpy, pandas and pyarrow: over a second),
-# imported once per test process here. pytester drops from `sys.modules` every module first
-# imported during a run, so each in-process run imported them all again. A whole-suite run
-# imports them anyway when it collects the test modules; a run of one file now does the same.
-INNER_RUN_IMPORTS = ("agent", "cache", "capture", "cost", "drift", "prove", "providers", "rules")
+# Every module of the harness packages an inner pytest run of a generated project may import when
+# it proves, captures, prices and reports (deepdiff, under the drift report, brings numpy, pandas
+# and pyarrow: over a second), imported once per test process here. pytester drops from
+# `sys.modules` every module first imported during a run: each in-process run imported them all
+# again, and worse, a msgspec type of a dropped module (`harness.cost._registry`'s price rows,
+# imported lazily) could no longer resolve its annotations in the next run (`NameError: name
+# 'datetime' is not defined`, by test order). Whole packages, submodules included: the packages
+# import their parts lazily.
+INNER_RUN_IMPORTS = (
+    "_shared",
+    "agent",
+    "cache",
+    "capture",
+    "cost",
+    "drift",
+    "prove",
+    "providers",
+    "pytest_plugin",
+    "rules",
+    "scenarios",
+)
 for _package in INNER_RUN_IMPORTS:
-    importlib.import_module(f"harness.{_package}")
+    _found = importlib.import_module(f"harness.{_package}")
+    for _module in pkgutil.walk_packages(_found.__path__, f"{_found.__name__}."):
+        importlib.import_module(_module.name)
 
 
 @pytest.fixture

@@ -1,6 +1,7 @@
 """A package's public names imported on first use (PEP 562's module `__getattr__`).
 
-A face (`harness`, `harness.drift`, `harness.rules`) lists each name with the module it lives in
+A face (`harness.drift`, `harness.rules`; not `harness` itself, which the agent's import runs
+and which therefore imports nothing of the harness) lists each name with the module it lives in
 and defines `__getattr__` and `__dir__` through a `LazyExports` (as functions, so type checkers
 see a module `__getattr__`). A name is imported when first asked for and then kept in the face's
 globals, so `import harness` and a subcommand that needs one part stay cheap (`harness cost`

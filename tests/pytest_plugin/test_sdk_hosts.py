@@ -41,8 +41,9 @@ AVAILABLE = [name for name, module in SDKS.items() if installed(module)]
 sdks_imported = imported_first(
     "groq", "mistralai", "mistralai.client", "cohere", "google.genai.types"
 )
-litellm_imported = imported_first("litellm")
-dspy_imported = imported_first("litellm", "dspy")
+NO_DOWNLOAD = {"LITELLM_LOCAL_MODEL_COST_MAP": "True"}  # litellm's price list, at its import
+litellm_imported = imported_first("litellm", environ=NO_DOWNLOAD)
+dspy_imported = imported_first("litellm", "dspy", environ=NO_DOWNLOAD)
 
 CONFTEST = """
 import httpx2

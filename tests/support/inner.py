@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import pytest
 
@@ -66,7 +66,7 @@ def inner_pytest(
     return pytester.runpytest_inprocess(*args)
 
 
-def imported_first(*modules: str) -> Callable[[], None]:
+def imported_first(*modules: str, environ: Mapping[str, str] | None = None) -> Callable[[], None]:
     """A module-scoped fixture importing `modules` (an SDK, a framework) in the test process, for
     the tests whose in-process runs import them: `sdk = imported_first("litellm")` in the test
     module, and `@pytest.mark.usefixtures("sdk")` on the test.
@@ -78,14 +78,20 @@ def imported_first(*modules: str) -> Callable[[], None]:
     of module scope is set up before the test's pytester, so what it imports stays: imported once
     per test process, and every run reuses it, as the tests of one user's session share one
     import. Only the modules that are installed: the tests skip the others themselves.
+
+    `environ`: variables set while importing (litellm fetches its price list at import unless
+    `LITELLM_LOCAL_MODEL_COST_MAP` says not to: the suite has no network).
     """
 
     @pytest.fixture(scope="module")
     def fixture() -> None:
-        for name in modules:
-            try:
-                importlib.import_module(name)
-            except ImportError:
-                continue
+        with pytest.MonkeyPatch.context() as patch:
+            for key, value in (environ or {}).items():
+                patch.setenv(key, value)
+            for name in modules:
+                try:
+                    importlib.import_module(name)
+                except ImportError:
+                    continue
 
     return fixture
