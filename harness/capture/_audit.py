@@ -1,6 +1,6 @@
 """What the CLI reads in a cassette: its format, its redaction, its prefix chain, a summary.
 
-`harness check PATH` finds every cassette under PATH (`find_cassettes`) and audits it
+`harness check PATH` finds every cassette under PATH (`capture._found.find_cassettes`) and audits it
 (`audit_cassette`): it is decoded strictly (a corrupt or foreign file is a `FixtureError`, one
 line and exit 2); secret headers and query parameters must read `[redacted]`
 and the bytes must hold nothing key-shaped; and each request must extend the cached prefix of
@@ -32,7 +32,6 @@ from harness.capture._cassette import (
     ReadCassette,
     read_cassette,
 )
-from harness.capture._found import find_cassettes, request_of
 from harness.capture._judged import refuse_bodiless
 from harness.capture._prefix import CONVERSATION_BLOCKS, PrefixBreak, PrefixChain, prefix_chain
 from harness.drift._tools import diff_tools
@@ -42,8 +41,6 @@ __all__ = [
     "CassetteAudit",
     "audit_cassette",
     "captured_of",
-    "find_cassettes",
-    "request_of",
     "summary_lines",
     "whole_requests",
 ]

@@ -18,8 +18,9 @@ from harness._shared._errors import EXIT_DRIFT, FixtureError
 from harness._shared._formats import code, text
 from harness._shared._paths import find_fixtures, project_fixtures
 from harness._shared._printer import annotation, write_step_summary
-from harness.capture._audit import CassetteAudit, audit_cassette, find_cassettes
+from harness.capture._audit import CassetteAudit, audit_cassette
 from harness.capture._cassette import read_cassette
+from harness.capture._found import find_cassettes
 from harness.capture._prefix import PrefixChain
 from harness.cli._lint import check_findings, project_policy, rules_markdown
 from harness.cli._output import out, out_json, print_command

@@ -23,8 +23,8 @@ import msgspec
 import pytest
 
 from harness.capture import load_cassette
-from harness.capture._audit import request_of
 from harness.capture._cassette import HttpRequest, all_exchanges
+from harness.capture._found import request_of
 from harness.capture._judged import has_body
 from harness.capture._writing import encode_cassette
 from harness.scenarios._formats import load_fixture
