@@ -20,7 +20,7 @@ from harness._shared._secrets import scan_secrets
 from harness.capture import CaptureSession, SecretLeak, load_cassette
 from harness.scenarios._formats import load_fixture
 from tests.support.inner import inner_pytest
-from tests.support.paths import copy_project
+from tests.support.paths import compiled_from_beside, copy_project
 from tests.support.stand_ins import anthropic_message
 
 from .conftest import (
@@ -45,7 +45,11 @@ def assert_secret_absent(secret: str, *texts: str) -> None:
 
 
 def files_holding(root: Path, secret: str) -> list[Path]:
-    return [p for p in root.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
+    return [
+        p
+        for p in root.rglob("*")
+        if p.is_file() and not compiled_from_beside(p) and secret.encode() in p.read_bytes()
+    ]
 
 
 def edit_scenario(path: Path, edit: Any) -> None:

@@ -22,3 +22,14 @@ def copy_project(dest: Path) -> Path:
     shutil.copytree(SHIPPED_FIXTURES, dest / "fixtures")
     shutil.copytree(SHIPPED_PINS, dest / "snapshots" / "headers")
     return dest
+
+
+def compiled_from_beside(path: Path) -> bool:
+    """Whether `path` is Python's bytecode of a source file the project holds (a `.pyc` in a
+    `__pycache__` folder beside `NAME.py`): what the interpreter and pytest's assertion rewriting
+    write when bytecode is on (PYTHONDONTWRITEBYTECODE unset), holding the same constants as the
+    source the test wrote (a key split over `+` is one constant there). Not the harness's
+    writing."""
+    if path.suffix != ".pyc" or path.parent.name != "__pycache__":
+        return False
+    return (path.parent.parent / f"{path.name.split('.', 1)[0]}.py").is_file()
