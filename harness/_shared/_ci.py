@@ -2,7 +2,7 @@
 
 `detect_ci()` reads a CI service's own variable, or the generic `CI`; `CI=false` and `CI=0` are
 not CI (decision 0010). CI never writes, and every refusal names the variable. What is printed on
-GitHub Actions (annotations, the step summary) is the printer's (`harness._shared._printer`).
+GitHub Actions (annotations, the step summary) is `harness._shared._actions`'.
 """
 
 from __future__ import annotations

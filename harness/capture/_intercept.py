@@ -45,7 +45,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Final
 
-from harness._shared import _printer
+from harness._shared import _actions
 from harness._shared._errors import CaptureError, UsageError
 from harness.capture import _aiohttp, _owner, _stdlib, _urllib3
 from harness.capture._transport import (
@@ -155,7 +155,7 @@ def _capturing(host: str | None = None) -> tuple[Receiver, CaptureConfig] | None
     if host is not None and not config.captures(host):
         return None
     who = getattr(work, "test", None) or f"the test of cassette {getattr(work, 'cassette', '?')}"
-    message = _printer.shown(
+    message = _actions.shown(
         f"a request was sent after {who} ended, by work it started (a thread or task still"
         " running): it is not captured by the test running now; wait for the work it starts"
         " (join the thread, await the task) before the test ends, and start a worker that"

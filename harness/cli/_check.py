@@ -14,10 +14,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harness._shared._actions import annotation, write_step_summary
 from harness._shared._errors import EXIT_DRIFT, FixtureError
 from harness._shared._formats import code, text
 from harness._shared._paths import find_fixtures, project_fixtures
-from harness._shared._printer import annotation, write_step_summary
 from harness.capture._audit import CassetteAudit, audit_cassette
 from harness.capture._cassette import read_cassette
 from harness.capture._found import find_cassettes

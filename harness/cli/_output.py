@@ -11,8 +11,8 @@ import re
 import sys
 from typing import Any, TextIO
 
+from harness._shared._actions import shown
 from harness._shared._formats import as_json
-from harness._shared._printer import shown
 
 __all__ = ["err", "out", "out_json", "print_command"]
 

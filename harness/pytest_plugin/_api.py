@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeVar
 
 import pytest
 
-from harness._shared import _printer
+from harness._shared import _actions, _printer
 from harness._shared._errors import HarnessError
 from harness.pytest_plugin._state import RunState
 
@@ -66,7 +66,7 @@ def messages_of(item: pytest.Item) -> list[list[Any]]:
     return messages
 
 
-shown = _printer.shown  # a message as a test failure prints it
+shown = _actions.shown  # a message as a test failure prints it
 
 
 def fail(message: str) -> NoReturn:

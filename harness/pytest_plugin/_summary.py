@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from harness._shared import _printer
+from harness._shared import _actions
 from harness._shared._errors import one_line
 from harness.pytest_plugin._state import RunState
 from harness.pytest_plugin._unused import DELETE_FLAG, Verdict
@@ -36,7 +36,7 @@ def write_summary(
     """The `header drift` section: drift, markers, writes, unused recordings; then GitHub's."""
 
     def write(line: str, **markup: bool) -> None:
-        terminalreporter.write_line(_printer.shown(one_line(line)), **markup)
+        terminalreporter.write_line(_actions.shown(one_line(line)), **markup)
 
     terminalreporter.section("header drift")
     # The harness's own words and numbers (a mode, a seed, a count) hold nothing to redact: a run
@@ -85,7 +85,7 @@ def write_summary(
             red=True,
         )
     _unused(verdict, done, asked, write)
-    if _printer.on_github_actions():
+    if _actions.on_github_actions():
         _github(s)
 
 
@@ -186,14 +186,14 @@ def _github(settings: RunState) -> None:
 
     for drift in settings.drifts:
         print(
-            _printer.annotation(
+            _actions.annotation(
                 drift["message"], file=drift["file"], line=drift["line"], title="header drift"
             )
         )
     for found in settings.findings:
         if found.get("severity") in ("error", "warning"):
             print(
-                _printer.annotation(
+                _actions.annotation(
                     f"request {found['request']}: {found['message']}",
                     file=found["path"],
                     line=found["line"],
@@ -229,4 +229,4 @@ def _github(settings: RunState) -> None:
             f" | {text(str(f['message']), 400)} |"
             for f in settings.findings
         ]
-    _printer.write_step_summary("\n".join(lines))
+    _actions.write_step_summary("\n".join(lines))

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from harness import RecordMode as Mode
+from harness._shared._actions import annotation, write_step_summary
 from harness._shared._ci import detect_ci
 from harness._shared._errors import UsageError
-from harness._shared._printer import annotation, write_step_summary
 
 
 def test_detection_names_the_variable_it_found() -> None:

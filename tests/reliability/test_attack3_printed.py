@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from harness._shared import _printer
+from harness._shared import _actions, _printer
 from harness._shared._printer import LINE_LIMIT
 from tests.support.inner import inner_pytest
 
@@ -251,7 +251,7 @@ def test_letters_of_every_script_are_printed_as_they_are(tmp_path: Path, cli: Cl
 
 
 def test_an_annotation_escapes_control_characters() -> None:
-    made = _printer.annotation("bad \x1b[31mred\x1b[0m\nnext", file="a\x07.py", title="t\x9b")
+    made = _actions.annotation("bad \x1b[31mred\x1b[0m\nnext", file="a\x07.py", title="t\x9b")
     assert RAW.search(made) is None and "%0A" in made and "\\x1b" in made
 
 

@@ -19,8 +19,8 @@ from typing import Any
 import httpx2
 import pytest
 
+from harness._shared._actions import STEP_SUMMARY_LIMIT, write_step_summary
 from harness._shared._errors import CassetteMismatch
-from harness._shared._printer import STEP_SUMMARY_LIMIT, write_step_summary
 from harness.capture import CaptureSession
 from tests.support.inner import inner_pytest
 from tests.support.stand_ins import anthropic_message
@@ -237,7 +237,7 @@ def test_racy(registration_shuffle):
 
 
 def test_an_annotation_escapes_the_content_it_quotes() -> None:
-    from harness._shared._printer import annotation
+    from harness._shared._actions import annotation
 
     line = annotation(FORGED, file="fixtures/x", title="drift")
     assert "\n" not in line and commands_run(line) == [line]
