@@ -16,7 +16,9 @@ do not hold, or a client the capture does not see, fails the child, and the proo
 Without interception in the parent, only the clients of `current_session()` are answered, as in
 the parent. The child runs the build once in the identity order and writes its requests' cache
 views to stdout after a marker line; anything the build prints goes to stderr. No file is
-written.
+written. The project's modules are compiled from source in the child, never read from
+`__pycache__` (`harness.prove._fresh_source`): a cached set constant keeps the order of the
+process that compiled it, which made the proof depend on that file rather than on the seed.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from harness._shared._errors import CassetteMismatch, HashSeedError
 from harness._shared._record_mode import RecordMode
 from harness._shared._views import CacheView
 from harness.prove._builds import Observed, call_build, observed_of, resolve, unit_name
+from harness.prove._fresh_source import fresh_sources
 
 if TYPE_CHECKING:
     from harness.capture._cassette import CaptureFile
@@ -217,6 +220,7 @@ def _child(payload: dict[str, Any]) -> int:
     """The subprocess side: run the build once, print the views after MARKER."""
     real_stdout = sys.stdout
     sys.stdout = sys.stderr  # the build's own prints must not corrupt the result
+    fresh_sources()  # the seed alone decides the project's constant sets, not `__pycache__`
     try:
         from harness._shared._ci import detect_ci
         from harness._shared._files import decode
