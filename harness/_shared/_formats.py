@@ -58,15 +58,21 @@ def as_json(value: Any, *, indent: int = 0) -> str:
     redaction never touches the encoding, so the text always parses (issue 32: redacting the
     encoded text could eat the backslash of a `\\"`). Strings are whole, not cut."""
     plain = msgspec.to_builtins(value, str_keys=True, enc_hook=repr)
-    encoded = msgspec.json.encode(_redacted(plain))
+    encoded = msgspec.json.encode(_redacted(plain, {}))
     return (msgspec.json.format(encoded, indent=indent) if indent else encoded).decode()
 
 
-def _redacted(value: Any) -> Any:
+def _redacted(value: Any, seen: dict[str, str]) -> Any:
+    """`value` with each string redacted; `seen` holds what each string already redacted to
+    within one document (redaction is a function of the text: a key repeated by every object
+    of a list, or a status word, is redacted once)."""
     if isinstance(value, str):
-        return redact(value)
+        found = seen.get(value)
+        if found is None:
+            found = seen[value] = redact(value)
+        return found
     if isinstance(value, dict):
-        return {redact(str(key)): _redacted(item) for key, item in value.items()}
+        return {_redacted(str(key), seen): _redacted(item, seen) for key, item in value.items()}
     if isinstance(value, list):
-        return [_redacted(item) for item in value]
+        return [_redacted(item, seen) for item in value]
     return value
