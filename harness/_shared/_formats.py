@@ -26,7 +26,7 @@ from typing import Any, Final
 
 import msgspec
 
-from harness._shared._printer import LINE_LIMIT, NAME_LIMIT, line, redact
+from harness._shared._printer import LINE_LIMIT, NAME_LIMIT, line, redact_all
 
 __all__ = ["as_json", "code", "text"]
 
@@ -58,15 +58,32 @@ def as_json(value: Any, *, indent: int = 0) -> str:
     redaction never touches the encoding, so the text always parses (issue 32: redacting the
     encoded text could eat the backslash of a `\\"`). Strings are whole, not cut."""
     plain = msgspec.to_builtins(value, str_keys=True, enc_hook=repr)
-    encoded = msgspec.json.encode(_redacted(plain))
+    strings: list[str] = []
+    _strings(plain, strings)
+    encoded = msgspec.json.encode(_redacted(plain, redact_all(strings)))
     return (msgspec.json.format(encoded, indent=indent) if indent else encoded).decode()
 
 
-def _redacted(value: Any) -> Any:
+def _strings(value: Any, into: list[str]) -> None:
+    """Every string in `value` (object keys too), into `into`."""
     if isinstance(value, str):
-        return redact(value)
+        into.append(value)
+    elif isinstance(value, dict):
+        into.extend(map(str, value))
+        for item in value.values():
+            _strings(item, into)
+    elif isinstance(value, list):
+        for item in value:
+            _strings(item, into)
+
+
+def _redacted(value: Any, seen: dict[str, str]) -> Any:
+    """`value` with each string as `seen` redacts it (`redact_all` of its strings: each
+    distinct string redacted once, many cleared at once)."""
+    if isinstance(value, str):
+        return seen[value]
     if isinstance(value, dict):
-        return {redact(str(key)): _redacted(item) for key, item in value.items()}
+        return {seen[str(key)]: _redacted(item, seen) for key, item in value.items()}
     if isinstance(value, list):
-        return [_redacted(item) for item in value]
+        return [_redacted(item, seen) for item in value]
     return value

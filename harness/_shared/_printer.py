@@ -49,6 +49,7 @@ __all__ = [
     "line",
     "printed_lines",
     "redact",
+    "redact_all",
     "reset",
 ]
 
@@ -167,6 +168,48 @@ def redact(text: str) -> str:
 
     words = _words
     return redact_text(text, _patterns(), allow=words.allow, secrets=words.secrets)
+
+
+_CLEARED_AT_ONCE: Final = 512  # texts a joined clearance asks about
+
+
+def redact_all(texts: Iterable[str]) -> dict[str, str]:
+    """Each of `texts` -> `redact(text)`, for many short texts at once (a JSON document's
+    strings). They are cleared in groups: when the group's texts joined by newlines may hold
+    no secret (`may_hold_any`: no needle, known secret or run of token characters near a
+    needle, in any view, anywhere in the joined bytes), none of them does, since each text is
+    a piece of the joined bytes and what it would be found by is found there too (a newline
+    breaks every run of token characters as a text's end does). A group that may hold one is
+    redacted text by text, as is a text that is not valid UTF-8 (a lone surrogate)."""
+    from harness._shared._secret_views import may_hold_any
+
+    words = _words
+    patterns = _patterns()
+    found: dict[str, str] = {}
+    group: list[str] = []
+    pieces: list[bytes] = []
+
+    def settle() -> None:
+        if not may_hold_any(b"\n".join(pieces), patterns, words.secrets):
+            found.update(zip(group, group, strict=True))
+        else:
+            found.update((text, redact(text)) for text in group)
+        group.clear()
+        pieces.clear()
+
+    for text in dict.fromkeys(texts):
+        try:
+            piece = text.encode("utf-8")
+        except UnicodeEncodeError:
+            found[text] = redact(text)
+            continue
+        group.append(text)
+        pieces.append(piece)
+        if len(group) >= _CLEARED_AT_ONCE:
+            settle()
+    if group:
+        settle()
+    return found
 
 
 # -- cuts ------------------------------------------------------------------------------------

@@ -115,10 +115,11 @@ def _extend(
     if not known.found.items or not value.startswith(prefix):
         return None
     at = len(prefix)
-    while at < len(value) and value[at] in _SPACE:
-        at += 1
-    if value[at : at + 1] != b",":
-        return None
+    if value[at : at + 1] != b",":  # spacing before the comma (rare): skip it
+        while at < len(value) and value[at] in _SPACE:
+            at += 1
+        if value[at : at + 1] != b",":
+            return None
     tail = b"[" + value[at + 1 :]
     if needles:
         tail = unmarked(tail, ttls, needles)
@@ -128,9 +129,13 @@ def _extend(
         return None
     state = known.state.copy()
     found = known.found
-    digests = found.digests + _digests(state, items)
+    update, digest = state.update, state.digest
+    digests = [found.digests]
+    for item in items:  # as `_digests`, after the digests known
+        update(item)
+        digests.append(digest())
     return _Known(
         prefix + b"," + tail[1:-1],
         state,
-        Conversation(digests, found.items + len(items), found.opening),
+        Conversation(b"".join(digests), found.items + len(items), found.opening),
     )

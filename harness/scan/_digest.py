@@ -64,6 +64,13 @@ _hash = xxhash.xxh3_64_digest
 _THREADS: dict[tuple[str | None, tuple[str, ...], bytes], bytes | None] = {}
 _THREADS_KEPT: Final = 4096
 _UNKNOWN: Final = object()
+_MODELS: dict[bytes, str | None] = {}  # a `model` member's JSON text -> its text
+_TOOLS, _SYSTEM, _CONV = 1, 2, 3
+_KIND: Final = {
+    **dict.fromkeys(TOOLS, _TOOLS),
+    **dict.fromkeys(SYSTEM, _SYSTEM),
+    **dict.fromkeys(CONVERSATION, _CONV),
+}
 _NONE: Final = Conversation(b"", 0, None)
 
 
@@ -117,12 +124,14 @@ def digests_of_members(
     tools = system = b""
     ttls: set[bytes] = set()
     conversation: Conversation | None = None
+    kind_of = _KIND.get
     for key, raw in top.items():
         value = bytes(raw)
         if key in markers:  # a top-level automatic marker: its TTL, not a setting
             ttls.update(ttls_of(value))
             continue
-        if key in CONVERSATION and conversation is None:
+        kind = kind_of(key, 0)
+        if kind == _CONV and conversation is None:
             if memory is not None and session is not None:
                 conversation = memory.read((session, key, needles), value, ttls, needles)
             else:
@@ -130,9 +139,9 @@ def digests_of_members(
             continue
         if needles and value[:1] in b"{[":  # only an object or a list holds a member
             value = unmarked(value, ttls, needles)
-        if key in TOOLS:
+        if kind == _TOOLS:
             tools = _hash(tools + key.encode() + value)
-        elif key in SYSTEM:
+        elif kind == _SYSTEM:
             system = _hash(system + key.encode() + value)
         else:
             settings.update(_encode(key) + b":" + value + b",")
@@ -143,6 +152,7 @@ def digests_of_members(
     elif ttls:  # markers asking for several TTLs: which place asks which is not in the digests,
         ttl = _hash(b"mixed;" + b",".join(map(bytes, top.values())))  # so the cache model judges
     found = conversation or _NONE
+    previous = top.get("previous_response_id")
     return Digests(
         settings.digest(),
         tools,
@@ -151,8 +161,8 @@ def digests_of_members(
         found.digests,
         found.items,
         stored,
-        _text(top.get("model")),
-        _text(top.get("previous_response_id")),
+        _model(top.get("model")),
+        None if previous is None else _text(previous),
         _thread(found.opening, provider, markers) if conversation is not None else None,
     )
 
@@ -197,6 +207,19 @@ def _opening(value: bytes, provider: str | None, markers: tuple[str, ...]) -> by
         if long is not None:
             first = {**first, "content": long}
     return _hash(encode_json(first))
+
+
+def _model(raw: msgspec.Raw | None) -> str | None:
+    """`_text` of a `model` member, remembered by its JSON text (a trace names a few models)."""
+    if raw is None:
+        return None
+    text = bytes(raw)
+    known = _MODELS.get(text, _UNKNOWN)
+    if known is _UNKNOWN:
+        if len(_MODELS) >= _THREADS_KEPT:
+            _MODELS.clear()
+        known = _MODELS[text] = _text(raw)
+    return known  # type: ignore[return-value]
 
 
 def _text(raw: msgspec.Raw | None) -> str | None:

@@ -27,6 +27,7 @@ import msgspec
 from harness._shared._errors import UsageError
 from harness.scan._bytes import attach
 from harness.scan._extras import dask, dask_modules, duckdb, pandas, pyarrow, pyarrow_parquet
+from harness.scan._grouped import grouped
 from harness.scan._judge import (
     FINDING_COLUMNS,
     SESSION_COLUMNS,
@@ -110,10 +111,12 @@ def _duckdb(
     _run(con, f"CREATE TABLE scan ({ddl})")
     names = ", ".join(f'"{name}"' for name in COLUMNS)
     tables: list[tuple[str, list[Any]]] = []  # digest tables: read by the query itself
+    digests: list[tuple[Path, int, frozenset[str]]] = []
     read = 0
     for number, path in enumerate(files):
         columns = _digest_table(path)
         if columns is not None:
+            digests.append((path, number, columns))
             count = _run(con, "SELECT count(*) FROM read_parquet(?)", [str(path)])[0][0]
             tally.requests += count
             tally.formats["digests"] = tally.formats.get("digests", 0) + count
@@ -134,9 +137,15 @@ def _duckdb(
             read += batch.num_rows
             progress(f"harness scan: {read:,} requests read")
     progress(f"harness scan: judging {read:,} requests")
-    query = " UNION ALL ".join([f"SELECT {names} FROM scan", *(sql for sql, _ in tables)])
     params = [value for _, given in tables for value in given]
-    ordered = con.sql(f"{query} ORDER BY session, time NULLS LAST, seq", params=params)
+    if digests and len(digests) == len(files) and grouped(digests):
+        # digest tables whose sessions stand together in time order already: streamed as
+        # they are, no sort (`harness.scan._grouped`); insertion order kept for this read
+        _run(con, "SET preserve_insertion_order = true")
+        ordered = con.sql(" UNION ALL ".join(sql for sql, _ in tables), params=params)
+    else:
+        query = " UNION ALL ".join([f"SELECT {names} FROM scan", *(sql for sql, _ in tables)])
+        ordered = con.sql(f"{query} ORDER BY session, time NULLS LAST, seq", params=params)
     stream = getattr(ordered, "to_arrow_reader", None) or ordered.record_batch  # 1.4: record_batch
     reader = stream(_ROWS)
     pa = pyarrow()
@@ -187,7 +196,7 @@ def _cast(name: str, kind: str, present: frozenset[str]) -> str:
     value = f'"{name}"' if name in present else fallback
     if name in ("file", "source", "seq") and name in present:
         value = f'coalesce("{name}", {fallback})'
-    return f"CAST({value} AS {_SQL[kind]})"
+    return f'CAST({value} AS {_SQL[kind]}) AS "{name}"'
 
 
 # -- Dask ------------------------------------------------------------------------------------

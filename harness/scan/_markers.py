@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Final
 
 import msgspec
@@ -47,11 +47,22 @@ def unmarked(value: bytes, ttls: set[bytes], needles: tuple[bytes, ...]) -> byte
     to `ttls`. A member goes with one comma beside it; an object that held only a marker (a
     Bedrock `cachePoint` block) goes whole, with one comma beside it. The members are those
     `_member` finds scanning left to right; a match can only start at a quoted marker key, so
-    only those places (found by a byte search, which runs in C) are tried."""
+    only those places (found by a byte search, which runs in C) are tried. With one marker key
+    (every provider's split names one) the matches are the pattern's own left-to-right search,
+    which tries the same places in the same order."""
+    if len(needles) == 1:
+        needle = needles[0]
+        if needle not in value:
+            return value  # most values hold no marker: one search
+        return _cut(value, ttls, ((m.start(), needle) for m in _member(needle).finditer(value)))
     first = [(place, needle) for needle in needles if (place := value.find(needle)) >= 0]
     if not first:
         return value  # most values hold no marker: one search each
-    starts = sorted(_places(value, first))
+    return _cut(value, ttls, sorted(_places(value, first)))
+
+
+def _cut(value: bytes, ttls: set[bytes], starts: Iterable[tuple[int, bytes]]) -> bytes:
+    """`value` without the marker members found at `starts` (in order; see `unmarked`)."""
     pieces: list[bytes] = []
     at = 0
     reach = 0  # where the last match ended: the next one starts at or after it

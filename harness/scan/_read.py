@@ -105,6 +105,13 @@ class _File:
     # (endpoint, provider) -> the markers its bodies' split names
     markers: dict[tuple[str, str | None], tuple[str, ...]] = field(default_factory=dict)
     conversations: Conversations = field(default_factory=Conversations)
+    windowed: bool = field(init=False)  # --since or --until given
+    keyed: bool = field(init=False)  # a key given: the record's view is read
+
+    def __post_init__(self) -> None:
+        options = self.options
+        self.windowed = options.since is not None or options.until is not None
+        self.keyed = bool(options.session_key or options.request_id_key or options.deploy_key)
 
 
 def read_file(path: Path, number: int, options: Options, tally: Tally) -> Iterator[Any]:
@@ -181,26 +188,28 @@ def _row(
     record: TraceRecord, unit: Unit, place: tuple[int, int], file: _File
 ) -> tuple[Any, ...] | None:
     options, tally = file.options, file.tally
-    if _outside(record.time, options):
+    if file.windowed and _outside(record.time, options):
         tally.outside += 1
         return None
-    keyed = options.session_key or options.request_id_key or options.deploy_key
-    view = record.view if record.view is not None or not keyed else unit.value
-    session = id_of(dig(view, options.session_key)) if options.session_key else record.session
-    if options.session_key and session is None:
-        session = record.session
+    session = record.session
+    view = None
+    if file.keyed:
+        view = record.view if record.view is not None else unit.value
+        if options.session_key:
+            session = id_of(dig(view, options.session_key)) or record.session
     found = None
+    endpoint = _endpoint(record)
     body = record.raw if record.raw is not None else record.body
     if record.members is not None:
         found = digests_of_members(
             record.members,
             record.provider,
-            _markers(record, file.markers),
+            _markers(record, endpoint, file.markers),
             file.conversations,
             session or record.url,  # what the conversation read last is remembered by
         )
     elif body is not None:
-        found = digests_of(body, record.provider, _markers(record, file.markers))
+        found = digests_of(body, record.provider, _markers(record, endpoint, file.markers))
         if found is None and record.body is not None:
             tally.bad(record.source, "its request body is not a JSON object")
             return None
@@ -213,7 +222,6 @@ def _row(
     deploy = record.deploy
     if options.deploy_key:
         deploy = id_of(dig(view, options.deploy_key)) or deploy
-    endpoint = _endpoint(record)
     grouped = session is None
     if grouped:
         key = first_block(found).hex() if found is not None else (request_id or record.source)
@@ -269,14 +277,13 @@ def _row(
 
 
 def _markers(
-    record: TraceRecord, learnt: dict[tuple[str, str | None], tuple[str, ...]]
+    record: TraceRecord, endpoint: str, learnt: dict[tuple[str, str | None], tuple[str, ...]]
 ) -> tuple[str, ...]:
     """The cache markers' keys the cache model sets aside in this record's body: those of the
     split the judge makes of it (the body sent to its endpoint, `harness.scan._judge`), learnt
     from the first body per endpoint (and provider, as the trace names it) in the file; none for
     a body no provider splits (its digests then keep every byte, and any change goes to the
     cache model, which sets aside only what a split names)."""
-    endpoint = _endpoint(record)
     key = (endpoint, record.provider)
     known = learnt.get(key)
     if known is None:

@@ -10,7 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from harness._shared._printer import redact, redact_all
 from tests.scan.traces import run, session_lines, write_lines
 from tests.support.paths import EXAMPLES
 
@@ -91,3 +94,35 @@ def test_a_secret_in_a_trace_reaches_no_output(
         outputs += [out, err, sarif.read_text(), page.read_text()]
     assert all(SECRET not in text and SECRET[:30] not in text for text in outputs)
     assert any("[redacted]" in text for text in outputs)
+
+
+# -- many strings cleared at once (`harness._shared._printer.redact_all`, what the JSON uses) --
+
+KEYS = [
+    SECRET,
+    f"Bearer {SECRET}",
+    "https://bob:hunter2-Correct-Horse@db.example.com/x",
+    "sk-ant-api03-" + "%5A" * 2 + "q9" * 40,  # percent-encoded in part
+    "c2stYW50LWFwaTAzLVpxOVpxOVpxOVpxOVpxOVpxOVpxOVpxOVpxOVpxOVpxOVpxOVpxOVpxOVpxOVpxOVpx",
+]
+CLEAN = ["s12", "stable", "claude-sonnet-4-5", "api.anthropic.com/v1/messages", "user-7", "é"]
+
+
+@pytest.mark.slow
+@settings(max_examples=60, deadline=None)
+@given(
+    texts=st.lists(st.one_of(st.sampled_from(KEYS + CLEAN), st.text(max_size=12)), max_size=40),
+    where=st.integers(0, 40),
+)
+def test_strings_cleared_at_once_are_redacted_as_one_by_one(texts: list[str], where: int) -> None:
+    texts.insert(min(where, len(texts)), "a line that holds " + SECRET[:-3] + " cut")
+    assert redact_all(texts) == {text: redact(text) for text in texts}
+
+
+def test_a_key_among_a_thousand_clean_strings_is_redacted_wherever_it_stands() -> None:
+    clean = [f"session-{n}" for n in range(1200)]
+    for where in (0, 511, 512, 700, 1199):
+        texts = [*clean[:where], f"user-{SECRET}", *clean[where:]]
+        found = redact_all(texts)
+        assert SECRET not in found[f"user-{SECRET}"]
+        assert all(found[text] == text for text in clean)
