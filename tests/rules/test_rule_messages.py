@@ -293,3 +293,21 @@ def test_below_minimum_is_silent_on_a_refused_request_and_one_the_provider_cache
         {"url": ANTHROPIC_URL, "body": small, "response": {"type": "message", "usage": usage}}
     )
     assert lint(tmp_path, capsys, cached) == []
+
+
+def test_below_minimum_judges_every_request_of_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a request the rule passes over (written; a model of no known minimum) does not end the file
+    for first in (claude(1100), claude(10, model="claude-test")):
+        found = lint(tmp_path, capsys, line(first, ANTHROPIC_URL), line(claude(500), ANTHROPIC_URL))
+        assert [f["request"] for f in found if f["rule"] == "below-minimum"] == [1]
+
+
+def test_below_minimum_points_at_the_last_marker(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    body = claude(300)
+    body["messages"] = [{"role": "user", "content": [text_block(8, MARK), text_block(8, MARK)]}]
+    (found,) = lint(tmp_path, capsys, line(body, ANTHROPIC_URL))
+    assert (found["rule"], found["pointer"]) == ("below-minimum", "/messages/0/content/1")
