@@ -311,3 +311,26 @@ def test_below_minimum_points_at_the_last_marker(
     body["messages"] = [{"role": "user", "content": [text_block(8, MARK), text_block(8, MARK)]}]
     (found,) = lint(tmp_path, capsys, line(body, ANTHROPIC_URL))
     assert (found["rule"], found["pointer"]) == ("below-minimum", "/messages/0/content/1")
+
+
+def test_openais_cache_options_ask_for_caching_a_warning_not_an_info(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def severity(**options: Any) -> list[tuple[str, str]]:
+        body = responses(1023)
+        body.update(options)
+        found = lint(tmp_path, capsys, line(body, RESPONSES_URL))
+        return [(f["rule"], f["severity"]) for f in found]
+
+    assert severity() == [("below-minimum", "info")]  # automatic caching nobody asked for
+    assert severity(prompt_cache_key="agent-1") == [("below-minimum", "warning")]
+    assert severity(prompt_cache_retention="24h") == [("below-minimum", "warning")]
+
+
+def test_no_breakpoint_judges_every_request_of_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a marked request (passed over) before an unmarked one does not end the file
+    first, second = claude(1100), claude(1100, mark=None, turns=2)
+    found = lint(tmp_path, capsys, line(first, ANTHROPIC_URL), line(second, ANTHROPIC_URL))
+    assert [f["request"] for f in found if f["rule"] == "no-breakpoint"] == [1]
