@@ -330,7 +330,16 @@ def test_openais_cache_options_ask_for_caching_a_warning_not_an_info(
 def test_no_breakpoint_judges_every_request_of_the_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # a marked request (passed over) before an unmarked one does not end the file
-    first, second = claude(1100), claude(1100, mark=None, turns=2)
-    found = lint(tmp_path, capsys, line(first, ANTHROPIC_URL), line(second, ANTHROPIC_URL))
-    assert [f["request"] for f in found if f["rule"] == "no-breakpoint"] == [1]
+    # a request passed over (marked; too small; automatic caching; a model of no known
+    # minimum) or found (OpenAI's explicit mode with no breakpoint) before an unmarked one does
+    # not end the file
+    unmarked = line(claude(1100, mark=None, turns=2), ANTHROPIC_URL)
+    for first, found_first in (
+        (line(claude(1100), ANTHROPIC_URL), []),
+        (line(claude(900, mark=None), ANTHROPIC_URL), []),  # under the minimum
+        (line(responses(1100), RESPONSES_URL), []),
+        (line(claude(1100, model="claude-test"), ANTHROPIC_URL), []),
+        (line(responses(1100, mode="explicit"), RESPONSES_URL), [0]),
+    ):
+        found = lint(tmp_path, capsys, first, unmarked)
+        assert [f["request"] for f in found if f["rule"] == "no-breakpoint"] == [*found_first, 1]
