@@ -343,3 +343,14 @@ def test_no_breakpoint_judges_every_request_of_the_file(
     ):
         found = lint(tmp_path, capsys, first, unmarked)
         assert [f["request"] for f in found if f["rule"] == "no-breakpoint"] == [*found_first, 1]
+
+
+def test_no_breakpoint_from_the_minimum_exactly(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    at = lint(tmp_path, capsys, line(claude(1016, mark=None), ANTHROPIC_URL))  # 1,024 tokens
+    assert [f["message"] for f in at] == [
+        "~1,024 tokens (bytes / 4) sent with no cache_control marker and no top-level"
+        " automatic cache_control: nothing is cached (minimum 1,024 for claude-sonnet-4-5)"
+    ]
+    assert lint(tmp_path, capsys, line(claude(1015, mark=None), ANTHROPIC_URL)) == []
