@@ -354,3 +354,12 @@ def test_no_breakpoint_from_the_minimum_exactly(
         " automatic cache_control: nothing is cached (minimum 1,024 for claude-sonnet-4-5)"
     ]
     assert lint(tmp_path, capsys, line(claude(1015, mark=None), ANTHROPIC_URL)) == []
+
+
+def test_ttl_order_judges_every_request_of_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    wrong = claude(1100)  # the system block: 5m (the default), then a 1h one
+    wrong["messages"] = [{"role": "user", "content": [text_block(8, {**MARK, "ttl": "1h"})]}]
+    found = lint(tmp_path, capsys, line(claude(1100), ANTHROPIC_URL), line(wrong, ANTHROPIC_URL))
+    assert [f["request"] for f in found if f["rule"] == "ttl-order"] == [1]
