@@ -363,3 +363,38 @@ def test_ttl_order_judges_every_request_of_the_file(
     wrong["messages"] = [{"role": "user", "content": [text_block(8, {**MARK, "ttl": "1h"})]}]
     found = lint(tmp_path, capsys, line(claude(1100), ANTHROPIC_URL), line(wrong, ANTHROPIC_URL))
     assert [f["request"] for f in found if f["rule"] == "ttl-order"] == [1]
+
+
+def test_ttl_order_a_project_says_is_ignored_is_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a project's own row for its model: TTLs out of order are ignored by its gateway
+    monkeypatch.chdir(tmp_path)
+    row = {
+        "rule": "ttl",
+        "providers": ["anthropic"],
+        "models": ["claude-gateway*"],
+        "values": ["1h", "5m"],
+        "default": "5m",
+        "order": "longer-first",
+        "out_of_order": "ignored",
+        "source": "our gateway's documentation",
+        "checked_on": "2026-12-01",
+    }
+    rules = {"kind": "harness/rules", "format": 1, "rows": [row]}
+    (tmp_path / "harness-rules.json").write_text(json.dumps(rules), encoding="utf-8")
+    body = claude(1100, model="claude-gateway-1")
+    body["messages"] = [{"role": "user", "content": [text_block(8, {**MARK, "ttl": "1h"})]}]
+    found = [
+        f for f in lint(tmp_path, capsys, line(body, ANTHROPIC_URL)) if f["rule"] == "ttl-order"
+    ]
+    assert found == [
+        finding(
+            "ttl-order",
+            "warning",
+            0,
+            "a 1h breakpoint at /messages/0/content/0 comes after a 5m one at /system/0: longer"
+            " TTLs must come first",
+            "/messages/0/content/0",
+        )
+    ]
