@@ -398,3 +398,15 @@ def test_ttl_order_a_project_says_is_ignored_is_a_warning(
             "/messages/0/content/0",
         )
     ]
+
+
+def test_volatile_in_prefix_quotes_three_values_of_a_place_at_most(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    body = claude(1100)
+    stamps = [f"2026-12-04T08:0{n}:00Z" for n in range(4)]
+    steps = " ".join(f"Step {n} at {s}." for n, s in enumerate(stamps))
+    body["system"][0]["text"] = steps + " " + body["system"][0]["text"]
+    found = lint(tmp_path, capsys, line(body, ANTHROPIC_URL))
+    assert [f["rule"] for f in found] == ["volatile-in-prefix"] * 3
+    assert [f["message"].split('"')[1] for f in found] == stamps[:3]
