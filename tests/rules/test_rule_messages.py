@@ -410,3 +410,17 @@ def test_volatile_in_prefix_quotes_three_values_of_a_place_at_most(
     found = lint(tmp_path, capsys, line(body, ANTHROPIC_URL))
     assert [f["rule"] for f in found] == ["volatile-in-prefix"] * 3
     assert [f["message"].split('"')[1] for f in found] == stamps[:3]
+
+
+def test_volatile_in_prefix_quotes_80_characters_and_judges_every_request(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = "/tmp/tmpab12cd34/" + "run-42-" * 12 + "out"
+    body = claude(1100)
+    body["system"][0]["text"] = f"Work in {path} today. " + body["system"][0]["text"]
+    found = lint(tmp_path, capsys, line(body, ANTHROPIC_URL), line(body, ANTHROPIC_URL))
+    assert [(f["rule"], f["request"]) for f in found] == [
+        ("volatile-in-prefix", 0),
+        ("volatile-in-prefix", 1),
+    ]
+    assert found[0]["message"].startswith(f'looks like a temporary path: "{path[:80]}" at ')
