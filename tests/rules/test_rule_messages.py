@@ -424,3 +424,23 @@ def test_volatile_in_prefix_quotes_80_characters_and_judges_every_request(
         ("volatile-in-prefix", 1),
     ]
     assert found[0]["message"].startswith(f'looks like a temporary path: "{path[:80]}" at ')
+
+
+def test_write_never_read_names_a_pre_warm_that_nothing_reads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    question = "Plan a trip. " + "x" * 400
+    warm = conversation([question])
+    warm["max_tokens"] = 0  # Anthropic's pre-warm: a request that only writes the cache
+    unmarked = conversation([question, "Book it."], mark_last=False)
+    found = lint(tmp_path, capsys, line(warm, ANTHROPIC_URL), line(unmarked, ANTHROPIC_URL))
+    assert found == [
+        finding(
+            "write-never-read",
+            "warning",
+            0,
+            "the pre-warm (max_tokens) writes ~1,210 tokens up to /messages/0/content/0, which is"
+            " never read by a later request of the file: its write premium buys nothing",
+            "/messages/0/content/0",
+        )
+    ]
