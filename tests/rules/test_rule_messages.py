@@ -18,10 +18,12 @@ from harness.cli import main
 from tests.rules.test_lint_rules import conversation, grown, marked, vertex
 from tests.support.bodies import (
     ANTHROPIC_URL,
+    BEDROCK_URL,
     MARK,
     RESPONSES_URL,
     VERTEX_URL,
     claude,
+    converse,
     line,
     record_cassette,
     responses,
@@ -442,5 +444,33 @@ def test_write_never_read_names_a_pre_warm_that_nothing_reads(
             "the pre-warm (max_tokens) writes ~1,210 tokens up to /messages/0/content/0, which is"
             " never read by a later request of the file: its write premium buys nothing",
             "/messages/0/content/0",
+        )
+    ]
+
+
+def test_no_breakpoint_without_an_automatic_marker_names_the_marker_alone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Bedrock's cachePoint models other than Claude and Nova: no automatic caching to name; the
+    # shipped rules give them no minimum, so the project's own row does
+    monkeypatch.chdir(tmp_path)
+    row = {
+        "rule": "minimum",
+        "providers": ["bedrock"],
+        "models": ["mistral.*"],
+        "tokens": 1024,
+        "source": "our own measurement",
+        "checked_on": "2026-12-01",
+    }
+    rules = {"kind": "harness/rules", "format": 1, "rows": [row]}
+    (tmp_path / "harness-rules.json").write_text(json.dumps(rules), encoding="utf-8")
+    url = BEDROCK_URL.replace("anthropic.claude-sonnet-4-5-20250929-v1", "mistral.large-2407-v1")
+    assert lint(tmp_path, capsys, line(converse(1100, points=0), url)) == [
+        finding(
+            "no-breakpoint",
+            "warning",
+            0,
+            "~1,103 tokens (bytes / 4) sent with no cachePoint marker: nothing is cached"
+            " (minimum 1,024 for mistral.large-2407-v1:0)",
         )
     ]
