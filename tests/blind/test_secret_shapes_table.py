@@ -126,3 +126,12 @@ def test_the_kinds_of_the_shapes_without_a_fixed_start_are_named() -> None:
         ),
     ):
         assert [f.kind for f in scan_secrets(text.encode())] == [kind], text
+
+
+def test_a_credential_beside_non_ascii_text_is_found() -> None:
+    # non-ASCII text in the window: the name is matched by Unicode case folding, never skipped
+    text = 'café: api_key = "' + A * 3 + 'ab"'
+    assert redact_text(text) == f'café: api_key = "{REDACTED}"'
+    assert [f.kind for f in scan_secrets(text.encode())] == [
+        "a long credential after a key-like name (api_key, secret, token, password)"
+    ]
