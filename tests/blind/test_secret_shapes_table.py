@@ -135,3 +135,20 @@ def test_a_credential_beside_non_ascii_text_is_found() -> None:
     assert [f.kind for f in scan_secrets(text.encode())] == [
         "a long credential after a key-like name (api_key, secret, token, password)"
     ]
+
+
+@pytest.mark.parametrize("count", [2, 17, 40], ids=["few", "just-many", "many"])
+def test_every_place_a_known_value_stands_is_found(count: int) -> None:
+    # the values of redacted headers: looked for one by one, or (more than 16, a proxy log's) as
+    # one search; at the text's start, twice, and another
+    values = [f"plain-value-{n:03d}" for n in range(count)]
+    known = values[1]
+    text = f"{known} and {known}, then {values[-1]}"
+    assert redact_text(text, secrets=values) == f"{REDACTED} and {REDACTED}, then {REDACTED}"
+    found = scan_secrets(text.encode(), secrets=values)
+    assert [(f.kind, f.column) for f in found] == [
+        ("the value of a redacted header", 1),
+        ("the value of a redacted header", 21),
+        ("the value of a redacted header", 43),
+    ]
+    assert redact_text("nothing here", secrets=values) == "nothing here"
