@@ -35,6 +35,8 @@ def volatile(tmp_path: Path, capsys: pytest.CaptureFixture[str], system: str) ->
     [
         f"Now: {NOW}. Timestamps look like {NOW}.",  # the value first, then as an example
         f"Timestamps look like {NOW}. Now: {NOW}.",
+        # between two examples: every place is read, not the first and the last
+        f"Timestamps look like {NOW}. Now: {NOW}. Another example: {NOW}.",
     ],
 )
 def test_a_value_stated_once_outside_an_example_fires(
