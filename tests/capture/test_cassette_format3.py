@@ -34,6 +34,7 @@ from harness.capture import (
 )
 from harness.capture._cassette import request_record
 from harness.capture._writing import encode_cassette
+from tests.support.properties import examples
 
 URLS = {
     "anthropic": "https://api.anthropic.com/v1/messages",
@@ -208,7 +209,7 @@ def cassette_of(sent: list[tuple[str, bytes]]) -> CaptureFile:
     return CaptureFile(exchanges=exchanges, started="2026-12-05T00:00:00+00:00")
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(conversations())
 def test_every_request_is_rebuilt_byte_for_byte(sent: list[tuple[str, bytes]]) -> None:
     exchanges = cassette_of(sent).exchanges
