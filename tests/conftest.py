@@ -5,7 +5,8 @@ The helpers live in `tests/support/` as modules, since test modules import them 
 test modules by name, never this conftest: `support.paths` (the repository's folders and a copy of
 the shipped project), `support.stand_ins` (the stand-in provider APIs), `support.sdk` (what the
 capture tests send through the real SDKs), `support.inner` (`inner_pytest`, the one runner of an
-inner pytest on a generated project) and `support.pointer_oracle`. Their `assert`s are rewritten
+inner pytest on a generated project), `support.properties` (how many examples a property draws:
+fewer in the fast loop) and `support.pointer_oracle`. Their `assert`s are rewritten
 like a test's. The root `conftest.py` keeps the session free of CI variables and sets pytester up.
 """
 
@@ -21,6 +22,7 @@ import pytest
 # Before the first import of the support package, so its asserts are rewritten too.
 pytest.register_assert_rewrite("tests.support")
 
+from tests.support import properties  # noqa: E402
 from tests.support.paths import copy_project  # noqa: E402
 
 # The harness packages an inner pytest run of a generated project imports when it proves, captures
@@ -38,6 +40,18 @@ for _package in INNER_RUN_IMPORTS:
 _cost = importlib.import_module("harness.cost")
 for _module in pkgutil.walk_packages(_cost.__path__, "harness.cost."):
     importlib.import_module(_module.name)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The fast loop (`-m "not slow"`) draws a quarter of each property's examples
+    (`tests.support.properties`); set before collection imports the test modules. A property
+    with no count of its own draws a quarter of hypothesis' default too."""
+    properties.FAST = properties.is_fast_loop(config.getoption("markexpr", "") or "")
+    if properties.FAST:
+        from hypothesis import settings
+
+        settings.register_profile("fast-loop", max_examples=properties.examples(100))
+        settings.load_profile("fast-loop")
 
 
 @pytest.fixture

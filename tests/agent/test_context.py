@@ -19,6 +19,7 @@ from harness.agent import (
     load_plugins,
     register_tool,
 )
+from tests.support.properties import examples
 
 
 class ToolPlugin:
@@ -431,7 +432,7 @@ async def test_an_import_step_that_takes_longer_registers_later() -> None:
 
 
 @pytest.mark.slow
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     plugin_names=st.lists(
         st.text("abcdefgh", min_size=1, max_size=3), unique=True, min_size=1, max_size=6

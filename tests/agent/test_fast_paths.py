@@ -70,9 +70,12 @@ from harness.agent._frozen import extend_frozen
 from harness.agent._header import messages_json
 from harness.agent._session import EventLog, has_header
 from harness.agent._system_prompt import check_assembly
+from tests.support.properties import examples
 
 CONFIG = LlmConfig(provider="scripted", model="m")
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 def enc(value: Any) -> bytes:
@@ -597,7 +600,7 @@ def reference_assembly(prompt: SystemPrompt) -> tuple[bytes, str | None]:
 
 
 @pytest.mark.slow
-@settings(SETTINGS, max_examples=200)
+@settings(SETTINGS, max_examples=examples(200))
 @given(changes=st.lists(prompt_changes, max_size=12), with_list=st.booleans())
 @example(changes=[("tool order", [TOOL_ORDER_REST, "a"]), ("tool order", None)], with_list=False)
 @example(changes=[("tool order", ["a", "ghost", TOOL_ORDER_REST])], with_list=True)

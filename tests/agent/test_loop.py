@@ -55,6 +55,7 @@ from harness.agent import (
     is_deep_frozen,
     register_tool,
 )
+from tests.support.properties import examples
 
 REST = TOOL_ORDER_REST
 VARIABLES = {"cwd": "/work", "platform": "linux"}
@@ -181,7 +182,7 @@ async def test_logged_and_dispatched_tool_order_agree_under_any_registration_ord
     assert len(header_bytes) == 1
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(seed=st.integers(0, 2**32 - 1))
 def test_header_bytes_do_not_depend_on_a_random_load_schedule(seed: int) -> None:
     async def header_of(schedule: LoadSchedule | None) -> bytes:

@@ -39,6 +39,7 @@ from harness.agent import (
     header_equals,
     is_deep_frozen,
 )
+from tests.support.properties import examples
 
 CONFIG = LlmConfig(provider="scripted", model="m")
 BASH = ToolSchema(
@@ -315,7 +316,7 @@ json_values = st.recursive(
 
 
 @pytest.mark.slow
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(value=json_values)
 def test_any_json_value_freezes_deeply_and_encodes_to_the_same_bytes(value: Any) -> None:
     frozen = deep_freeze(value)

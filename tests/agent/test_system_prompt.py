@@ -28,6 +28,7 @@ from harness.agent import (
     render_prompt,
     validate_tool_order,
 )
+from tests.support.properties import examples
 
 REST = TOOL_ORDER_REST
 RESERVED_MESSAGE = (
@@ -334,7 +335,7 @@ async def assembled_names(
 
 
 @pytest.mark.slow
-@settings(max_examples=75, deadline=None)
+@settings(max_examples=examples(75), deadline=None)
 @given(data=st.data(), unique_names=st.lists(tool_names, unique=True, max_size=8))
 def test_assembled_order_is_independent_of_registration_and_provider_order(
     data: st.DataObject, unique_names: list[str]

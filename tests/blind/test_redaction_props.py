@@ -25,6 +25,7 @@ from harness._shared._secrets import REDACTED, scan_secrets
 from harness.capture import CaptureSession, SecretLeak
 from harness.cli import main
 from tests.reliability.test_secret_property import KEYS, assert_nowhere
+from tests.support.properties import examples
 
 WORDISH = string.ascii_letters + string.digits + "_-"
 # Glue: a word character run (the blind spot of a key shape behind `\b`), or any text at all.
@@ -32,7 +33,9 @@ GLUE = st.one_of(
     st.text(st.sampled_from(WORDISH), min_size=1, max_size=6),
     st.text(max_size=12),
 )
-PROPERTY = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+PROPERTY = settings(
+    max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 @pytest.fixture(autouse=True)

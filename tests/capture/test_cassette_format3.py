@@ -34,6 +34,7 @@ from harness.capture import (
 )
 from harness.capture._cassette import request_record
 from harness.capture._writing import encode_cassette
+from tests.support.properties import examples
 
 URLS = {
     "anthropic": "https://api.anthropic.com/v1/messages",
@@ -208,7 +209,9 @@ def cassette_of(sent: list[tuple[str, bytes]]) -> CaptureFile:
     return CaptureFile(exchanges=exchanges, started="2026-12-05T00:00:00+00:00")
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# slow: 0.86-0.96, at the fast loop's example count s of CPU in a serial run (issue 33)
+@pytest.mark.slow
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(conversations())
 def test_every_request_is_rebuilt_byte_for_byte(sent: list[tuple[str, bytes]]) -> None:
     exchanges = cassette_of(sent).exchanges
@@ -294,6 +297,8 @@ def record(tmp_path: Path, bodies: list[bytes]) -> Path:
     return target
 
 
+# slow: 2.7-3.2 s of CPU in a serial run (issue 33)
+@pytest.mark.slow
 def test_a_long_conversation_is_stored_in_size_linear_in_its_length(tmp_path: Path) -> None:
     bodies = turns(300)
     path = record(tmp_path, bodies)
@@ -338,6 +343,8 @@ def test_a_cut_string_raises_no_false_alarm() -> None:
     assert scan_secrets(data) == []
 
 
+# slow: 1.5-1.9 s of CPU in a serial run (issue 33)
+@pytest.mark.slow
 def test_a_file_the_reader_would_refuse_is_never_written() -> None:
     huge = "word " * (MAX_FILE_BYTES // 10)
     sent = [

@@ -20,6 +20,7 @@ from harness.drift import (
     volatile_hints,
 )
 from tests.support.pointer_oracle import MISSING, child, member_span, pointer_tokens
+from tests.support.properties import examples
 
 # -- builders -----------------------------------------------------------------------------------
 
@@ -412,7 +413,7 @@ def _enc(value: Any) -> bytes:
 
 
 @pytest.mark.slow
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(json_pairs())
 def test_first_difference_agrees_with_the_first_differing_byte(pair: tuple[Any, Any]) -> None:
     a, b = pair

@@ -233,6 +233,8 @@ def test_the_scan_finds_an_undeclared_import_even_inside_a_function() -> None:
     assert all(top != "httpx2" for _, top in found), "httpx2 is the capture extra's"
 
 
+# slow: 1.1-1.3 s of CPU in a serial run (issue 33)
+@pytest.mark.slow
 def test_the_scan_follows_start_up_imports_to_an_extras_package() -> None:
     found = start_up_imports(BUGGY, ["harness.cli"])
     assert found == {"httpx2": "harness.capture._transport"}, "not the guarded or typing ones"

@@ -214,6 +214,8 @@ def pooled(order: tuple[str, ...]) -> Callable[[], None]:
     return run
 
 
+# slow: 0.80-0.93 s of CPU in a serial run (issue 33)
+@pytest.mark.slow
 def test_sequential_pool_requests_keep_their_sending_order_and_replay_in_any_order(
     tmp_path: Path,
 ) -> None:

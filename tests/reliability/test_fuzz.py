@@ -23,6 +23,7 @@ from harness.drift import compare
 from harness.scenarios._formats import AnswersFile, LogFile, RequestsFile, Scenario, ToolSchemasPin
 from tests.support.paths import ROOT, SHIPPED_FIXTURES, SHIPPED_PINS
 from tests.support.pointer_oracle import MISSING, child, member_span, pointer_tokens
+from tests.support.properties import examples
 
 FAST = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -108,7 +109,7 @@ def check_order(tools: list[ToolSchema], order: tuple[str, ...] | None) -> list[
 
 
 @pytest.mark.slow
-@settings(FAST, max_examples=200)
+@settings(FAST, max_examples=examples(200))
 @given(st.data())
 def test_order_tools_is_a_permutation_in_the_configured_order(data: st.DataObject) -> None:
     tools = data.draw(registries())
@@ -116,7 +117,7 @@ def test_order_tools_is_a_permutation_in_the_configured_order(data: st.DataObjec
 
 
 @pytest.mark.slow
-@settings(FAST, max_examples=150)
+@settings(FAST, max_examples=examples(150))
 @given(st.data())
 def test_order_tools_does_not_depend_on_the_collection_order(data: st.DataObject) -> None:
     tools = data.draw(registries(shared=False))
@@ -126,7 +127,7 @@ def test_order_tools_does_not_depend_on_the_collection_order(data: st.DataObject
 
 
 @pytest.mark.slow
-@settings(FAST, max_examples=150)
+@settings(FAST, max_examples=examples(150))
 @given(st.data())
 def test_with_shared_names_only_the_copies_keep_collection_order(data: st.DataObject) -> None:
     tools = data.draw(registries(shared=True))
@@ -145,7 +146,7 @@ def test_code_units_differ_from_code_points_and_code_units_win() -> None:
 
 
 @pytest.mark.slow
-@settings(FAST, max_examples=200)
+@settings(FAST, max_examples=examples(200))
 @given(registries(), st.lists(st.one_of(TOOL_NAMES, st.just(TOOL_ORDER_REST)), max_size=6))
 def test_any_tool_order_list_gives_an_order_or_a_tool_order_error(
     tools: list[ToolSchema], order: list[str]
@@ -206,7 +207,7 @@ def assert_decodes_or_refuses(data: bytes, kind: type[Versioned]) -> None:
 
 
 @pytest.mark.parametrize("kind", list(KINDS))
-@settings(FAST, max_examples=60)
+@settings(FAST, max_examples=examples(60))
 @given(data=st.binary(max_size=400))
 def test_arbitrary_bytes_never_crash_the_decoder(kind: str, data: bytes) -> None:
     assert_decodes_or_refuses(data, KINDS[kind])
@@ -245,7 +246,7 @@ def byte_mutations(draw: st.DrawFn, samples: list[bytes]) -> bytes:
 
 
 @pytest.mark.parametrize("kind", list(KINDS))
-@settings(FAST, max_examples=100)
+@settings(FAST, max_examples=examples(100))
 @given(data=st.data())
 def test_mutated_real_files_never_crash_the_decoder(kind: str, data: st.DataObject) -> None:
     assert_decodes_or_refuses(data.draw(byte_mutations(SAMPLES[kind])), KINDS[kind])
@@ -297,7 +298,7 @@ def json_mutations(draw: st.DrawFn, samples: list[bytes]) -> bytes:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", list(KINDS))
-@settings(FAST, max_examples=100)
+@settings(FAST, max_examples=examples(100))
 @given(data=st.data())
 def test_structurally_mutated_files_never_crash_the_decoder(kind: str, data: st.DataObject) -> None:
     assert_decodes_or_refuses(data.draw(json_mutations(SAMPLES[kind])), KINDS[kind])
@@ -395,7 +396,7 @@ def _enc(value: Any) -> bytes:
 
 
 @pytest.mark.slow
-@settings(FAST, max_examples=200)
+@settings(FAST, max_examples=examples(200))
 @given(view_pairs())
 def test_the_drift_report_points_at_the_real_first_difference(
     pair: tuple[CacheView, CacheView],

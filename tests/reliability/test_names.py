@@ -23,6 +23,7 @@ from harness._shared._paths import case_twin, file_name_for, safe_component
 from harness.capture import cassette_path_for
 from harness.scenarios._formats import load_fixture
 from tests.support.inner import inner_pytest
+from tests.support.properties import examples
 
 from .conftest import SCENARIO_IMPORTS, Cli, one_line, scenario_source, tree
 
@@ -109,7 +110,7 @@ NASTY_TEXT = st.text(
 
 
 @pytest.mark.slow
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(NASTY_TEXT)
 def test_any_name_safe_component_accepts_is_one_plain_component(name: str) -> None:
     try:
@@ -124,7 +125,7 @@ def test_any_name_safe_component_accepts_is_one_plain_component(name: str) -> No
     assert accepted.split(".")[0].upper() not in RESERVED
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(NASTY_TEXT)
 def test_file_name_for_maps_any_text_to_a_bounded_plain_name(text: str) -> None:
     name = file_name_for(text)
@@ -137,7 +138,7 @@ def test_file_name_for_maps_any_text_to_a_bounded_plain_name(text: str) -> None:
 
 
 @pytest.mark.slow
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.lists(NASTY_TEXT, unique=True, max_size=30))
 def test_file_name_for_is_distinct_for_distinct_texts(texts: list[str]) -> None:
     names = [file_name_for(text) for text in texts]
@@ -221,7 +222,7 @@ def _assert_inside(root: Path, path: Path) -> None:
 
 
 @pytest.mark.slow
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(node_ids())
 def test_cassette_paths_stay_inside_the_root(nodeid: str) -> None:
     root = Path("/project/fixtures/cassettes")
@@ -231,7 +232,7 @@ def test_cassette_paths_stay_inside_the_root(nodeid: str) -> None:
 
 
 @pytest.mark.slow
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(node_ids(), unique=True, max_size=12))
 def test_distinct_node_ids_get_distinct_cassettes(nodeids: list[str]) -> None:
     root = Path("/cassettes")

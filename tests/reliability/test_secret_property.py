@@ -31,6 +31,7 @@ from harness._shared._errors import one_line
 from harness._shared._secrets import scan_secrets
 from harness.capture import CaptureSession, SecretLeak, cassette_path_for
 from harness.drift import compare_values
+from tests.support.properties import examples
 
 URL = "https://api.example.test/v1/messages"
 ALNUM = string.ascii_letters + string.digits
@@ -341,7 +342,9 @@ def assert_nowhere(secret: str, *texts: str, around: str = "") -> None:
 
 
 SETTINGS = settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(60),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 
 
@@ -475,7 +478,7 @@ def test_a_password_in_the_url_is_redacted(tmp_path: Path) -> None:
     assert b"hunter2-long-password" not in data and b"bob:[redacted]@" in data
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(data=st.data())
 def test_a_key_never_reaches_a_cassettes_file_name(data: st.DataObject) -> None:
     secret = key_shaped(data.draw)
@@ -486,7 +489,7 @@ def test_a_key_never_reaches_a_cassettes_file_name(data: st.DataObject) -> None:
 
 
 @pytest.mark.slow
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(
     data=st.data(),
     before=st.text(max_size=40),
@@ -511,14 +514,14 @@ def test_a_key_near_a_difference_is_never_printed(
 
 
 @pytest.mark.slow
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=examples(20), deadline=None)
 @given(data=st.data())
 def test_the_scan_knows_every_shape_the_property_draws(data: st.DataObject) -> None:
     for name, strategy in KEYS.items():
         assert scan_secrets(data.draw(strategy).encode()), name
 
 
-@settings(max_examples=5, deadline=None)
+@settings(max_examples=examples(5), deadline=None)
 @given(data=st.data())
 def test_the_property_draws_every_shape_the_scan_knows(data: st.DataObject) -> None:
     """Every key shape of `harness._shared._secret_shapes` is drawn: the property covers them

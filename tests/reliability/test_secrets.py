@@ -21,6 +21,7 @@ from harness.capture import CaptureSession, SecretLeak, load_cassette
 from harness.scenarios._formats import load_fixture
 from tests.support.inner import inner_pytest
 from tests.support.paths import compiled_from_beside, copy_project
+from tests.support.properties import examples
 from tests.support.stand_ins import anthropic_message
 
 from .conftest import (
@@ -313,7 +314,7 @@ _PIECES = (
 
 
 @pytest.mark.slow
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     st.lists(
         st.tuples(
@@ -337,7 +338,7 @@ def test_the_needle_prefilter_never_changes_what_the_scan_finds(
 
 
 @pytest.mark.slow
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     st.lists(
         st.one_of(

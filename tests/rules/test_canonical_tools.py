@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 import harness
 from harness import UsageError
+from tests.support.properties import examples
 
 REST = "<unlisted-tools>"
 
@@ -73,7 +74,7 @@ def tool_lists(draw: st.DrawFn) -> list[Any]:
 
 
 @pytest.mark.slow
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(tool_lists(), st.randoms(use_true_random=False))
 def test_canonical_tools_is_idempotent_and_ignores_the_order_it_is_given(
     tools: list[Any], rng: random.Random
@@ -86,7 +87,7 @@ def test_canonical_tools_is_idempotent_and_ignores_the_order_it_is_given(
 
 
 @pytest.mark.slow
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(tool_lists(), st.randoms(use_true_random=False))
 def test_an_explicit_order_is_kept_whatever_order_the_tools_arrive_in(
     tools: list[Any], rng: random.Random

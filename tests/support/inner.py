@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 from collections.abc import Callable, Mapping, Sequence
 
 import pytest
@@ -11,6 +12,31 @@ import pytest
 # hypothesis itself, not its plugin), and langsmith's, which langchain brings for the framework
 # tests (the outer run disables it in `addopts` too).
 UNUSED_PLUGINS = ("hypothesispytest", "langsmith_plugin")
+
+# The installed pytest plugins (`pytest11` entry points) an in-process run loads, by entry-point
+# name, in the order pytest's autoload finds them; loaded once, at the first import of this module
+# (collection, before any pytester: a module pytester sees first imported is dropped after it).
+# pytest's autoload reads every installed distribution's metadata on each run, three times over
+# (the entry points, the plugins' files to rewrite, the header's versions): half of a small
+# in-process run's CPU, for the same answer every time. Decision 0038.
+INSTALLED_PLUGINS: tuple[tuple[str, object], ...] = tuple(
+    (entry.name, entry.load())
+    for entry in importlib.metadata.entry_points(group="pytest11")
+    if entry.name not in UNUSED_PLUGINS
+)
+
+
+class _InstalledPlugins:
+    """Registers `INSTALLED_PLUGINS` under their entry-point names when pytest registers it
+    (before the command line is read), as pytest's autoload would, without reading the metadata
+    again; a `-p no:NAME` of the run then unregisters NAME, as it does an autoloaded plugin. The
+    run's plugins, hooks and `hasplugin(NAME)` are the same (`tests/test_inner_runs.py`); only
+    the header's `plugins:` line, made from the metadata, is not printed."""
+
+    def pytest_addhooks(self, pluginmanager: pytest.PytestPluginManager) -> None:
+        for name, plugin in INSTALLED_PLUGINS:
+            if pluginmanager.get_plugin(name) is None and not pluginmanager.is_blocked(name):
+                pluginmanager.register(plugin, name)
 
 
 def starts_workers(args: Sequence[str]) -> bool:
@@ -49,7 +75,8 @@ def inner_pytest(
     project uses them, and each costs a second or more in every process, and in process on every
     run (pytester restores `sys.modules` after each, so what the run imported is imported and
     assertion-rewritten again by the next). The runs that stand for a user's own `pytest` keep
-    every installed plugin, as the user's would.
+    every installed plugin, as the user's would, found by pytest's own autoload; the other
+    in-process runs get the same plugins from `INSTALLED_PLUGINS`, registered once found.
     """
     workers = starts_workers(args)
     if subprocess is None:
@@ -63,7 +90,11 @@ def inner_pytest(
         args = (*blocked, *args)
     if subprocess:
         return pytester.runpytest_subprocess(*args, timeout=timeout)
-    return pytester.runpytest_inprocess(*args)
+    if user_plugins:
+        return pytester.runpytest_inprocess(*args)
+    return pytester.runpytest_inprocess(
+        "--disable-plugin-autoload", *args, plugins=[_InstalledPlugins()]
+    )
 
 
 def imported_first(*modules: str, environ: Mapping[str, str] | None = None) -> Callable[[], None]:

@@ -89,6 +89,8 @@ def test_openai_chat_completions_over_httpx_and_httpx2(library: Any) -> None:
     assert [r.shape for r in stand_in.requests] == ["openai-chat", "openai-chat"]
 
 
+# slow: 2.0-2.5 s of CPU in a serial run (issue 33)
+@pytest.mark.slow
 def test_openai_responses_stream_and_continue_a_stored_response() -> None:
     import openai
 
