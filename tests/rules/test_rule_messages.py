@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from harness.cli import main
+from tests.rules import test_lint_rules as lint_rules
 from tests.rules.test_lint_rules import conversation, grown, marked, vertex
 from tests.support.bodies import (
     ANTHROPIC_URL,
@@ -34,10 +35,8 @@ KEYS = ("rule", "severity", "request", "pointer", "message")
 
 
 def lint(tmp_path: Path, capsys: pytest.CaptureFixture[str], *lines: str) -> list[dict[str, Any]]:
-    path = tmp_path / "session.jsonl"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    main(["lint", str(path), "--format", "json"])
-    found: list[dict[str, Any]] = json.loads(capsys.readouterr().out)["findings"]
+    """The findings of `harness lint --format json` on `lines`, each cut to `KEYS`."""
+    _, found = lint_rules.lint(tmp_path, capsys, *lines)
     return [{key: f.get(key) for key in KEYS} for f in found]
 
 
