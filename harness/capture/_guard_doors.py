@@ -257,15 +257,19 @@ def rebind(wrapped: list[tuple[str, Any, Any]]) -> list[Restore]:
         doors.setdefault(name, {})[id(original)] = (original, guarded)
     names = frozenset(doors)
     restores: list[Restore] = []
-    for key, module in list(sys.modules.items()):
+    # `sys.modules.copy()` is one C call: no Python code runs inside it, so no other thread (a
+    # server importing as it answers) and no finalizer can import into the dict while it is read;
+    # `list(sys.modules.items())` allocates a tuple per module, a collection can run a `__del__`
+    # between two of them, and the iteration then fails on the dict it no longer matches.
+    for key, module in sys.modules.copy().items():
         if _clean.get(key) == id(module) or module is socket or key == "_socket":
             continue
         namespace = getattr(module, "__dict__", None)
         if not isinstance(namespace, dict):
             continue
         found = False
-        for name in names & namespace.keys():
-            pair = doors[name].get(id(namespace[name]))
+        for name in names:  # a few names: never iterate a namespace another thread may grow
+            pair = doors[name].get(id(namespace.get(name)))
             if pair is not None:
                 namespace[name] = pair[1]
                 restores.append(_unbind(namespace, name, *pair))
