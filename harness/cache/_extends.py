@@ -323,16 +323,54 @@ def _pair(
         out_b = {key: paired[key][1] for key in b if key in paired}
         return out_a, out_b
     if isinstance(a, list) and isinstance(b, list):
-        items_a = [item for item in a if not _only_marker(item, markers)]
-        items_b = [item for item in b if not _only_marker(item, markers)]
-        pairs = [
-            _pair(x, y, markers, shorthand)
-            for x, y in itertools.zip_longest(items_a, items_b, fillvalue=_NONE)
-        ]
-        listed_a = [x for x, _ in pairs[: len(items_a)]]
-        listed_b = [y for _, y in pairs[: len(items_b)]]
-        return _ttl_points(a, b, markers, listed_a, listed_b)
+        same = _unmarked_run(a, b, markers)
+        if same:  # the turns both sides repeat, then the new ones: a turn's work, not a walk
+            rest_a, rest_b = _pair_items(a[same:], b[same:], markers, shorthand)
+            return a[:same] + rest_a, b[:same] + rest_b
+        return _pair_items(a, b, markers, shorthand)
     return strip(a, markers), strip(b, markers)
+
+
+def _unmarked_run(a: list[Any], b: list[Any], markers: tuple[str, ...]) -> int:
+    """How many items the two lists begin with that are equal and hold no marker key: each
+    side's own, as `_unmarked_equal` keeps them. Found by comparing and encoding slices (in C,
+    a conversation's repeated turns at once), the longest run by halving where a slice fails."""
+    length = min(len(a), len(b))
+    if not length:
+        return 0
+
+    def unmarked(count: int) -> bool:
+        encoded = encode_json(a[:count])
+        return not any(b'"' + key.encode() + b'"' in encoded for key in markers)
+
+    same = _longest(length, lambda count: a[:count] == b[:count])
+    return same if not same or unmarked(same) else _longest(same - 1, unmarked)
+
+
+def _longest(length: int, holds: Callable[[int], bool]) -> int:
+    """The largest count up to `length` for which `holds` (true of 0, and of every count below
+    one it is true of)."""
+    if holds(length):
+        return length
+    low, high = 0, length  # holds(low), not holds(high)
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if holds(middle) else (low, middle)
+    return low
+
+
+def _pair_items(
+    a: list[Any], b: list[Any], markers: tuple[str, ...], shorthand: Shorthand | None
+) -> tuple[list[Any], list[Any]]:
+    items_a = [item for item in a if not _only_marker(item, markers)]
+    items_b = [item for item in b if not _only_marker(item, markers)]
+    pairs = [
+        _pair(x, y, markers, shorthand)
+        for x, y in itertools.zip_longest(items_a, items_b, fillvalue=_NONE)
+    ]
+    listed_a = [x for x, _ in pairs[: len(items_a)]]
+    listed_b = [y for _, y in pairs[: len(items_b)]]
+    return _ttl_points(a, b, markers, listed_a, listed_b)
 
 
 def _points(items: list[Any], markers: tuple[str, ...]) -> dict[int, tuple[str, str]]:
