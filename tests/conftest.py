@@ -32,8 +32,9 @@ from tests.support.paths import copy_project  # noqa: E402
 # dropped module could no longer resolve its annotations in the next run: the cost package's
 # price rows (`harness.cost._registry`, imported lazily) failed with `NameError: name 'datetime'
 # is not defined`, by test order. So the cost package is imported whole, submodules included.
-# (Importing every package whole, tried once, made the Dask engine's tests fail in CI by test
-# order with dask's configuration missing distributed's defaults: not done.)
+# (The Dask engine's tests failing by test order with `KeyError: 'distributed'`, once blamed on
+# importing every package here, came from a test entering `dask.config.set` before distributed
+# was imported: `tests/scan/test_engines.py` says how.)
 INNER_RUN_IMPORTS = ("agent", "cache", "capture", "cost", "drift", "prove", "providers", "rules")
 for _package in INNER_RUN_IMPORTS:
     importlib.import_module(f"harness.{_package}")

@@ -114,9 +114,15 @@ def test_a_scheduler_that_does_not_answer_is_one_line_and_exit_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     import dask
+    import dask.distributed
 
+    # distributed's defaults in dask's configuration before `set`: entered without them, `set`
+    # records the whole `distributed` key as its own and deletes it on exit, with the defaults
+    # the scan's import put there, and every later Dask test of the process fails with
+    # `KeyError: 'distributed'` (seen in CI, by test order).
     paths = mixed_input(tmp_path)
     with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
         code, out, err = run(capsys, *paths, "--engine", "dask", "--scheduler", "tcp://127.0.0.1:9")
     assert (code, out) == (2, "")
     assert err.count("\n") == 1 and "cannot reach a Dask scheduler there" in err
+    assert "comm" in dask.config.get("distributed")  # the defaults are still there
