@@ -117,9 +117,15 @@ def gemini_aiohttp():
 """
 
 TESTS = r"""
+import os
+
 import pytest
 
 import agents_under_test as agents
+
+# one child is what "answered from the recording" needs (the children are compared with each
+# other, so the near miss below, which must see drift, runs two); each child imports its SDK
+HASH_SEEDS = (0, 1) if os.environ.get("SET_ORDER") else (1,)
 
 
 @pytest.mark.header_capture
@@ -128,8 +134,8 @@ import agents_under_test as agents
     agents.gemini_aiohttp,
 ], ids=lambda build: build.__name__)
 def test_stable_across_hash_seeds(prove_stable, build):
-    result = prove_stable(build, permutations=1, hash_seeds=(0, 1))
-    assert result.hash_seeds == (0, 1)
+    result = prove_stable(build, permutations=1, hash_seeds=HASH_SEEDS)
+    assert result.hash_seeds == HASH_SEEDS
 """
 
 FAMILIES = [
