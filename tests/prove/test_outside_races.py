@@ -1,5 +1,5 @@
 """Races through latency outside the process: helper processes, a local HTTP service in another
-process, and MCP servers over stdio with the `mcp` SDK.
+process, and MCP servers over stdio with the `mcp` SDK as the client.
 
 The race is not in the other process but in the task that wakes when the answer is readable,
 and that task is in the build's process: the proof holds its wake-up until the run's order
@@ -215,21 +215,39 @@ def test_blocking_reads_in_threads(pytester: pytest.Pytester, shape: str, fixed:
     assert cause_of(result) == "thread completion order (fs, web, shell vs shell, web, fs)"
 
 
+# The servers the agents start: MCP over stdio (newline-delimited JSON-RPC) as the protocol
+# says, in a few lines of the standard library. The `mcp` SDK is the client under test, in the
+# agent's process, where the race is; its own server took 1.9 s of CPU to import, in each of the
+# dozens of server processes a proof and its cause-finding start.
 MCP_SERVER = """
+import json
 import sys
 
-from mcp.server import MCPServer
-
 name = sys.argv[1]
-server = MCPServer(name)
-
-
-@server.tool(name=f"{name}_tool", description=f"The {name} tool.")
-def tool(x: int) -> str:
-    return str(x)
-
-
-server.run()
+TOOL = {
+    "name": f"{name}_tool",
+    "description": f"The {name} tool.",
+    "inputSchema": {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]},
+}
+for line in sys.stdin:
+    message = json.loads(line)
+    if "id" not in message:  # a notification (initialized): no answer
+        continue
+    method, params = message.get("method"), message.get("params") or {}
+    if method == "initialize":
+        result = {
+            "protocolVersion": params.get("protocolVersion"),
+            "capabilities": {"tools": {"listChanged": False}},
+            "serverInfo": {"name": name, "version": "1.0"},
+        }
+    elif method == "tools/list":
+        result = {"tools": [TOOL]}
+    else:
+        answer = {"jsonrpc": "2.0", "id": message["id"],
+                  "error": {"code": -32601, "message": f"no method {method}"}}
+        print(json.dumps(answer), flush=True)
+        continue
+    print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
 """
 
 MCP_AGENT = f"""
