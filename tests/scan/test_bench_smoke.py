@@ -25,19 +25,17 @@ def test_both_tiers_find_exactly_the_planted_breaks(
         assert (code, totals["errors"], totals["requests"]) == (1, planted, 400)
 
 
+# One run for the whole table and the baseline's rows: each run starts a Dask cluster and a
+# dozen processes (two runs took 130 s of one CI worker's wall clock).
 @pytest.mark.slow
-def test_a_toy_run_renders_its_table(capsys: pytest.CaptureFixture[str]) -> None:
-    assert bench_scan.main(["--sizes", "200,400", "--repeat", "1"]) == 0
+def test_a_toy_run_renders_its_table_and_a_baseline_tree_runs_in_turns_with_this_one(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    here = str(Path(bench_scan.__file__).resolve().parents[1])
+    assert bench_scan.main(["--sizes", "200,400", "--repeat", "1", "--baseline", here]) == 0
     out = capsys.readouterr().out
-    assert out.count("\n| 200 |") == 5 and out.count("\n| 400 |") == 4
+    # at the smaller size: both floors, both tiers here and on the baseline tree, Dask
+    assert out.count("\n| 200 |") == 7 and out.count("\n| 400 |") == 4
     assert "the digest tier takes" in out and "peak RSS" in out
     assert "each request past 200 costs the byte tier" in out
-
-
-@pytest.mark.slow
-def test_a_baseline_tree_runs_in_turns_with_this_one(capsys: pytest.CaptureFixture[str]) -> None:
-    here = str(Path(bench_scan.__file__).resolve().parents[1])
-    assert bench_scan.main(["--sizes", "300", "--repeat", "1", "--baseline", here]) == 0
-    out = capsys.readouterr().out
-    assert out.count("\n| 300 |") == 7  # both floors, both tiers twice, Dask
     assert "the byte tier reads" in out and "the baseline tree" in out
