@@ -70,7 +70,7 @@ def two_lists(draw: st.DrawFn) -> tuple[list[Any], list[Any]]:
 
 
 @given(two_lists())
-@settings(max_examples=examples(300), deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 def test_pairing_repeated_turns_at_once_is_the_walk(lists: tuple[list[Any], list[Any]]) -> None:
     a, b = lists
     for shorthand in (None, SHORTHAND):
