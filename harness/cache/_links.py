@@ -43,7 +43,8 @@ import msgspec
 
 from harness._shared._views import OPAQUE, CacheView, RequestSplit, encode_json
 from harness.cache._analysis import LintRequest
-from harness.cache._extends import head_of, message_edited, message_grew, strip, words_of
+from harness.cache._extends import head_of, message_edited, message_grew, words_of
+from harness.cache._markers import strip
 from harness.providers import split_request
 from harness.providers._opaque import BODY
 from harness.providers._registry import provider_named

@@ -39,8 +39,9 @@ import msgspec
 
 from harness._shared._views import OPAQUE, CacheView, RequestSplit, encode_json, prompt_size
 from harness.cache._analysis import Analysis, analyse, scope_of
-from harness.cache._extends import cut_like, opaque_cut, strip_pair
+from harness.cache._extends import cut_like, opaque_cut
 from harness.cache._links import CONVERSATION_BLOCKS, Link, link_of
+from harness.cache._markers import strip_pair
 from harness.drift._compare import compare
 from harness.drift._report import DriftReport, Loss
 from harness.providers._pack import Caching, rules_pack

@@ -25,7 +25,7 @@ from harness._shared._files import decode, read_checked, with_position
 from harness._shared._views import RequestSplit, prompt_size, view_of_header, view_of_request
 from harness.agent._header import Header, LlmConfig
 from harness.cache._analysis import LintRequest, analyse
-from harness.cache._extends import long_pair
+from harness.cache._markers import long_pair
 from harness.cache._verdict import judge_pair
 from harness.capture._cassette import CaptureFile, Exchange
 from harness.capture._found import request_of

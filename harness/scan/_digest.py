@@ -34,7 +34,7 @@ import msgspec
 import xxhash
 
 from harness._shared._views import encode_json
-from harness.cache._extends import strip
+from harness.cache._markers import strip
 from harness.providers._anthropic import continues_thread
 from harness.providers._registry import provider_named
 from harness.scan._conversation import Conversation, Conversations, running

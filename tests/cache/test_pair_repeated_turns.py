@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness._shared._views import encode_json
-from harness.cache import _extends
+from harness.cache import _markers
 from harness.providers import provider_named
 from tests.support.properties import examples
 
@@ -74,8 +74,8 @@ def two_lists(draw: st.DrawFn) -> tuple[list[Any], list[Any]]:
 def test_pairing_repeated_turns_at_once_is_the_walk(lists: tuple[list[Any], list[Any]]) -> None:
     a, b = lists
     for shorthand in (None, SHORTHAND):
-        fast = _extends._pair(a, b, MARKERS, shorthand)
-        walked = _extends._pair_items(a, b, MARKERS, shorthand)
+        fast = _markers._pair(a, b, MARKERS, shorthand)
+        walked = _markers._pair_items(a, b, MARKERS, shorthand)
         assert encode_json(fast[0]) == encode_json(walked[0])
         assert encode_json(fast[1]) == encode_json(walked[1])
 
@@ -89,7 +89,7 @@ def test_a_marker_in_a_repeated_turn_is_set_aside() -> None:
     plain = {"role": "user", "content": [{"type": "text", "text": "q"}]}
     a = [plain, {"role": "assistant", "content": "r"}, marked]
     b = [plain, {"role": "assistant", "content": "r"}, plain, {"role": "user", "content": "next"}]
-    left, right = _extends._pair(a, b, MARKERS)
+    left, right = _markers._pair(a, b, MARKERS)
     assert left == [plain, {"role": "assistant", "content": "r"}, plain]
     assert right[:3] == left
 
@@ -98,9 +98,9 @@ def test_a_long_conversations_repeated_turns_are_not_walked(monkeypatch: Any) ->
     """The cost of a turn is the turn's: pairing request 200 with request 199 looks at the turns
     after the ones they repeat, not at all 400 (counted, not timed)."""
     looked_at = []
-    only_marker = _extends._only_marker
+    only_marker = _markers._only_marker
     monkeypatch.setattr(
-        _extends,
+        _markers,
         "_only_marker",
         lambda item, keys: looked_at.append(item) or only_marker(item, keys),
     )
@@ -112,6 +112,6 @@ def test_a_long_conversations_repeated_turns_are_not_walked(monkeypatch: Any) ->
     marked = {"type": "text", "text": "now", "cache_control": {"type": "ephemeral"}}
     a = [*history[:-2], {"role": "user", "content": [marked]}]
     b = [*history, {"role": "user", "content": [{**marked, "text": "next"}]}]
-    left, right = _extends._pair(a, b, MARKERS)
+    left, right = _markers._pair(a, b, MARKERS)
     assert right[: len(left) - 1] == left[:-1]
     assert 0 < len(looked_at) <= 20

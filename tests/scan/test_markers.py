@@ -14,7 +14,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from harness.cache._extends import strip
+from harness.cache._markers import strip
 from harness.scan._markers import needles_of, unmarked
 
 MARKERS = ("cache_control",)
