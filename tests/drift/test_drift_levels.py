@@ -379,3 +379,20 @@ def test_a_setting_set_to_null_is_a_setting_changed() -> None:
     b = CacheView({"model": "m", "temperature": None}, {"system": "s"})
     report = compare(a, b)
     assert (report.block, report.settings_changed) == ("settings", ("temperature",))
+
+
+def test_a_body_recognised_in_one_order_only_still_says_the_other_was_not() -> None:
+    from harness import prove_stable
+    from harness.prove._run_diff import HeaderDrift
+
+    def build(order: list[str]) -> dict[str, Any]:
+        hi = [{"role": "user", "content": "hi"}]
+        if order[0] == "a":  # the natural order: a body no provider recognises
+            return {"messages": hi, "enabled": order}
+        return {"model": "claude-test", "max_tokens": 8, "messages": hi}
+
+    with pytest.raises(HeaderDrift) as caught:
+        prove_stable(build, ["a", "b", "c"], permutations=2)
+    report = caught.value.report
+    assert report is not None and report.verdict == "model_changed"
+    assert report.notes == ("no provider recognised this request; its bytes are compared whole",)

@@ -309,3 +309,19 @@ def test_a_compaction_is_named_in_the_word_of_the_row_that_says_what_a_compactio
     rules = {"kind": "harness/rules", "format": 1, "rows": [row]}
     (tmp_path / "harness-rules.json").write_text(json.dumps(rules))
     assert broken() == ["context_summarised"]
+
+
+def test_hints_on_texts_under_64_kib_read_them_whole() -> None:
+    # one long text against a short one, 41 KB in all: nothing is cut, so a date 38 KB past the
+    # first difference is read (in values and in a request's block)
+    text_a, text_b = f"{'x' * 38_000} built 2026-12-02", "y"
+    reports = [
+        compare_values({"log": text_a}, {"log": text_b}),
+        compare(
+            CacheView({"model": "m"}, {"system": text_a}),
+            CacheView({"model": "m"}, {"system": text_b}),
+        ),
+    ]
+    for report in reports:
+        hints = [hint.split(" — ")[0] for hint in report.volatile_hints]
+        assert hints == ['looks like a date: "2026-12-02"']
