@@ -303,3 +303,96 @@ def test_a_body_no_provider_recognises_is_compared_whole_and_says_so() -> None:
     assert report is not None
     assert (report.kind, report.block, report.invalidated) == ("opaque", "body", ("body",))
     assert "no provider recognised this request" in " ".join(report.notes)
+
+
+def test_a_level_only_the_new_request_holds_is_named_as_that_request_names_it() -> None:
+    def bare(system_key: str | None, tools: tuple[str, ...] = ("a", "b")) -> CacheView:
+        body: dict[str, Any] = {
+            "tools": [{"functionDeclarations": [{"name": name} for name in tools]}],
+            "contents": [{"role": "user", "parts": [{"text": "hi"}]}],
+        }
+        if system_key is not None:
+            body[system_key] = {"parts": [{"text": "Be careful."}]}
+        split = split_request(body, url=GEMINI_URL)
+        assert split is not None
+        return split.view
+
+    for key in ("system_instruction", "systemInstruction"):
+        # the tools moved, and a system instruction only the new request has follows them
+        report = compare(bare(None), bare(key, tools=("b", "a")))
+        assert report.verdict == "tools_changed"
+        assert report.invalidated == ("tools", key, "contents"), key
+
+
+def test_a_block_the_invalidation_table_does_not_name_loses_every_level() -> None:
+    # a view made by hand, with a block Anthropic's table has no level for: what a change there
+    # invalidates is not known, so every level of the table is lost (never none)
+    def notes(text: str) -> CacheView:
+        return CacheView(SETTINGS, {"system": "s", "notes": text}, "anthropic")
+
+    report = compare(notes("a"), notes("b"))
+    assert report.block == "notes"
+    assert report.invalidated == ("tools", "system", "messages")
+
+    # near miss: a block another provider names for a level of the table (OpenAI's
+    # `instructions` are a system prompt) is that level: the tools before it are kept
+    def instructions(text: str) -> CacheView:
+        return CacheView(SETTINGS, {"tools": TOOLS, "instructions": text}, "anthropic")
+
+    report = compare(instructions("a"), instructions("b"))
+    assert (report.block, report.invalidated) == ("instructions", ("system", "messages"))
+
+
+def test_the_note_on_earlier_levels_says_which_level_the_loss_is_counted_from() -> None:
+    thinking = {"type": "enabled", "budget_tokens": 2048}
+    report = compare(anthropic(), anthropic(thinking=thinking))
+    assert report.notes == (
+        "on some models the tools cache (and what follows it) is lost too; the loss counted is"
+        " from the messages level on",
+    )
+    # near miss: a setting of the same level whose row names no earlier level gets no note
+    report = compare(
+        anthropic(tool_choice={"type": "auto"}), anthropic(tool_choice={"type": "any"})
+    )
+    assert (report.verdict, report.notes) == ("tool_choice_changed", ())
+
+
+def test_a_system_prompt_added_between_tools_and_messages_is_the_change_there() -> None:
+    hi = [{"role": "user", "content": "hi"}]
+    a = generic(tools=TOOLS, messages=hi)
+    for messages in (hi, [{"role": "user", "content": "ho"}]):  # the conversation changed too
+        b = generic(tools=TOOLS, system="Be careful.", messages=messages)
+        report = compare(a, b)
+        assert (report.verdict, report.block) == ("system_changed", "system")
+        assert report.invalidated == ("system", "messages")
+        assert report.prefix_bytes_kept == len(b'"tools":%b,"' % encoded(TOOLS))
+    # near miss: a conversation added after the last block is the change at the end, and loses
+    # nothing before it
+    b = generic(tools=TOOLS, messages=hi)
+    report = compare(generic(tools=TOOLS), b)
+    assert (report.verdict, report.invalidated) == ("messages_changed", ("messages",))
+    assert report.prefix_bytes_kept == len(b'"tools":%b' % encoded(TOOLS))
+
+
+def test_a_setting_set_to_null_is_a_setting_changed() -> None:
+    a = CacheView({"model": "m"}, {"system": "s"})
+    b = CacheView({"model": "m", "temperature": None}, {"system": "s"})
+    report = compare(a, b)
+    assert (report.block, report.settings_changed) == ("settings", ("temperature",))
+
+
+def test_a_body_recognised_in_one_order_only_still_says_the_other_was_not() -> None:
+    from harness import prove_stable
+    from harness.prove._run_diff import HeaderDrift
+
+    def build(order: list[str]) -> dict[str, Any]:
+        hi = [{"role": "user", "content": "hi"}]
+        if order[0] == "a":  # the natural order: a body no provider recognises
+            return {"messages": hi, "enabled": order}
+        return {"model": "claude-test", "max_tokens": 8, "messages": hi}
+
+    with pytest.raises(HeaderDrift) as caught:
+        prove_stable(build, ["a", "b", "c"], permutations=2)
+    report = caught.value.report
+    assert report is not None and report.verdict == "model_changed"
+    assert report.notes == ("no provider recognised this request; its bytes are compared whole",)
