@@ -30,7 +30,7 @@ import pytest
 from harness.capture import CaptureSession, CassetteMismatch, cassette_path_for, current_session
 from harness.prove._run_diff import HeaderDrift
 from harness.prove._stable import make_prove_stable_fixture
-from tests.support.inner import inner_pytest
+from tests.support.inner import imported_first, inner_pytest
 from tests.support.paths import EXAMPLES
 
 ANTHROPIC = EXAMPLES / "anthropic_agent"
@@ -271,8 +271,14 @@ def test_example_suite_fails_before_the_fix_with_the_report(
 
 # -- the framework examples: a newcomer's project, never edited for the harness --------------
 
+# In process (decision 0036): the README's own run of each example, from a shell, is
+# `test_example_suite_passes_after_the_fix` above; here the frameworks are imported once for the
+# module, and each of these runs the project's tests in this process.
+frameworks = imported_first("pydantic_ai", "anthropic", "agents", "openai")
+
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("frameworks")
 @pytest.mark.parametrize("example", list(EDITS), ids=lambda path: path.name)
 def test_a_framework_project_records_once_and_ci_replays_it_offline(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, example: Path
@@ -283,7 +289,7 @@ def test_a_framework_project_records_once_and_ci_replays_it_offline(
     monkeypatch.delenv(RACY, raising=False)
     monkeypatch.delenv("CI", raising=False)
     recording = inner_pytest(
-        pytester, "-p", "no:randomly", "--harness-mode=record", subprocess=True
+        pytester, "-p", "no:randomly", "--harness-mode=record", subprocess=False
     )
     recording.assert_outcomes(passed=SUITES[example])
     cassettes = sorted((pytester.path / "fixtures" / "cassettes").rglob("*.json"))
@@ -291,13 +297,14 @@ def test_a_framework_project_records_once_and_ci_replays_it_offline(
     assert all(b"[redacted]" in path.read_bytes() for path in cassettes)
 
     monkeypatch.setenv("CI", "true")
-    replay = inner_pytest(pytester, "-p", "no:randomly", subprocess=True)
+    replay = inner_pytest(pytester, "-p", "no:randomly", subprocess=False)
     replay.assert_outcomes(passed=SUITES[example])
     assert "no header drift" in replay.stdout.str()
     assert sorted((pytester.path / "fixtures" / "cassettes").rglob("*.json")) == cassettes
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("frameworks")
 @pytest.mark.parametrize("example", list(EDITS), ids=lambda path: path.name)
 def test_a_framework_project_fails_in_ci_on_a_reordered_tool(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, example: Path
@@ -306,7 +313,7 @@ def test_a_framework_project_fails_in_ci_on_a_reordered_tool(
     copy_example(example, pytester.path)
     monkeypatch.setenv(RACY, "1")
     monkeypatch.setenv("CI", "true")
-    result = inner_pytest(pytester, "-p", "no:randomly", subprocess=True)
+    result = inner_pytest(pytester, "-p", "no:randomly", subprocess=False)
     result.assert_outcomes(failed=SUITES[example])
     output = result.stdout.str()
     assert "harness.CassetteMismatch: request 1 (POST /v1/" in output
@@ -318,6 +325,7 @@ def test_a_framework_project_fails_in_ci_on_a_reordered_tool(
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("frameworks")
 @pytest.mark.parametrize("example", list(EDITS), ids=lambda path: path.name)
 def test_a_framework_project_fails_in_ci_on_an_edited_tool(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, example: Path
@@ -330,7 +338,7 @@ def test_a_framework_project_fails_in_ci_on_an_edited_tool(
     path.write_text(path.read_text().replace(old, new))  # a developer rewords one tool
     monkeypatch.delenv(RACY, raising=False)
     monkeypatch.setenv("CI", "true")
-    result = inner_pytest(pytester, "-p", "no:randomly", subprocess=True)
+    result = inner_pytest(pytester, "-p", "no:randomly", subprocess=False)
     result.assert_outcomes(failed=SUITES[example])
     output = result.stdout.str()
     assert "tools_changed: tool " in output and "changed (same names, same order)" in output
