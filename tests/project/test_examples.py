@@ -12,7 +12,9 @@ reordered or an edited tool.
 The PYTHONHASHSEED subprocesses import this module to find `ask_support_agent`, so the example
 packages and SDKs are imported inside functions only.
 
-Each example's suite runs in a pytest subprocess, as its README runs it from a shell; the installed
+Each example's suite runs once in a pytest subprocess, as its README runs it from a shell (the
+framework examples' record, reordered-tool and edited-tool runs are in process, their frameworks
+imported once for the module: decision 0036); the installed
 pytest plugins this suite never uses (`UNUSED_PLUGINS`: hypothesis', and langsmith's, which
 langchain brings) are left out, as an example's own install would not bring them. The user's own
 `pytest` with every installed plugin runs in tests/cli/test_init.py (decision 0036).
