@@ -11,7 +11,10 @@ harness's CPU per byte sent, which a linear recorder keeps flat:
 - checking: `harness check --shuffle 0` on the project, a process with its start-up, billed its
   CPU, over the same bytes;
 - the cassette's size against its last request's (the goal: at most 5x at 1,000 turns).
-Progress goes to stderr; stdout is the Markdown table.
+Each size is recorded and checked `--repeat` times (default 3), the sizes taking turns; a figure
+is the median, with the lowest and highest run beside it: the machines are shared, and one
+recording's CPU moved by 2x between runs of the same code. Progress goes to stderr; stdout is the
+Markdown table.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import argparse
 import json
 import random
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -104,30 +108,40 @@ def measure(turns: int, folder: Path) -> dict[str, float]:
     return figures
 
 
-def render(rows: list[dict[str, float]]) -> str:
+def _per_mb(runs: list[dict[str, float]], key: str) -> tuple[float, float, float]:
+    """The median, lowest and highest of `key`'s CPU per megabyte sent, in milliseconds."""
+    values = sorted(run[key] / run["sent"] * 1e9 for run in runs)
+    return statistics.median(values), values[0], values[-1]
+
+
+def render(sizes: list[list[dict[str, float]]]) -> str:
     lines = [
         "| turns | bytes sent | last request | cassette | cassette / last | record, CPU per MB"
         " sent | `harness check --shuffle 0`, CPU per MB sent |",
         "|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for row in rows:
-        mb = row["sent"] / 1e6
+    for runs in sizes:
+        row = runs[0]
+        record_ms, record_low, record_high = _per_mb(runs, "cpu")
+        check_ms, check_low, check_high = _per_mb(runs, "check")
         lines.append(
-            f"| {row['turns']:,.0f} | {mb:,.1f} MB | {row['last'] / 1e3:,.0f} KB"
+            f"| {row['turns']:,.0f} | {row['sent'] / 1e6:,.1f} MB | {row['last'] / 1e3:,.0f} KB"
             f" | {row['size'] / 1e3:,.0f} KB | {row['size'] / row['last']:.2f}x"
-            f" | {row['cpu'] / mb * 1e3:,.0f} ms ({row['cpu']:.2f} s)"
-            f" | {row['check'] / mb * 1e3:,.0f} ms ({row['check']:.2f} s) |"
+            f" | {record_ms:,.0f} ms ({record_low:,.0f}-{record_high:,.0f})"
+            f" | {check_ms:,.0f} ms ({check_low:,.0f}-{check_high:,.0f}) |"
         )
-    first, largest = rows[0], rows[-1]
-    growth = (largest["cpu"] / largest["sent"]) / (first["cpu"] / first["sent"])
-    ratio = largest["size"] / largest["last"]
+    first, largest = sizes[0], sizes[-1]
+    growth = _per_mb(largest, "cpu")[0] / _per_mb(first, "cpu")[0]
+    check_growth = _per_mb(largest, "check")[0] / _per_mb(first, "check")[0]
+    ratio = largest[0]["size"] / largest[0]["last"]
     met = "met" if ratio <= SIZE_GOAL else "**missed**"
+    span = f"{first[0]['turns']:,.0f} -> {largest[0]['turns']:,.0f} turns"
     lines += [
         "",
-        f"- {met}: a {largest['turns']:,.0f}-turn cassette at most {SIZE_GOAL:.0f}x its last"
+        f"- {met}: a {largest[0]['turns']:,.0f}-turn cassette at most {SIZE_GOAL:.0f}x its last"
         f" request: {ratio:.2f}x",
-        f"- recording's CPU per byte sent, {first['turns']:,.0f} -> {largest['turns']:,.0f}"
-        f" turns: x{growth:.2f}",
+        f"- CPU per byte sent, {span} (medians, {len(largest)} run(s) each): recording"
+        f" x{growth:.2f}, checking x{check_growth:.2f}",
     ]
     return "\n".join(lines) + "\n"
 
@@ -135,14 +149,19 @@ def render(rows: list[dict[str, float]]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.conversation", description=__doc__)
     parser.add_argument("--turns", default="250,1000", help="comma-separated sizes")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each size (default 3)")
     parser.add_argument("--record", nargs=2, metavar=("TURNS", "PROJECT"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.record:  # the child: one recording, its figures as JSON on stdout
         print(json.dumps(record(int(args.record[0]), Path(args.record[1]))))
         return 0
+    turns = [int(n) for n in args.turns.split(",")]
+    sizes: list[list[dict[str, float]]] = [[] for _ in turns]
     with tempfile.TemporaryDirectory(prefix="bench-conversation-") as folder:
-        rows = [measure(int(n), Path(folder)) for n in args.turns.split(",")]
-    sys.stdout.write(render(rows))
+        for repeat in range(max(args.repeat, 1)):  # the sizes take turns
+            for index, count in enumerate(turns):
+                sizes[index].append(measure(count, Path(folder) / str(repeat)))
+    sys.stdout.write(render(sizes))
     return 0
 
 

@@ -12,11 +12,11 @@ from bench import conversation
 def test_a_toy_run_renders_its_table_and_judges_the_size_goal(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert conversation.main(["--turns", "3,6"]) == 0
+    assert conversation.main(["--turns", "3,6", "--repeat", "2"]) == 0
     out = capsys.readouterr().out
     assert out.count("\n| 3 |") == 1 and out.count("\n| 6 |") == 1
     assert "a 6-turn cassette at most 5x its last request:" in out
-    assert "recording's CPU per byte sent, 3 -> 6 turns: x" in out
+    assert "CPU per byte sent, 3 -> 6 turns (medians, 2 run(s) each): recording x" in out
 
 
 def test_the_bodies_grow_by_one_turn_and_move_the_marker() -> None:
