@@ -95,8 +95,14 @@ def _unmarked_equal(a: Any, b: Any, markers: tuple[str, ...]) -> bool:
     equality and the encoding run in C: a long conversation's repeated turns cost no walk."""
     if not isinstance(a, dict | list) or type(a) is not type(b) or a != b:
         return False
-    encoded = encode_json(a)
-    return not any(b'"' + key.encode() + b'"' in encoded for key in markers)
+    return not _holds_marker(a, markers)
+
+
+def _holds_marker(value: Any, markers: tuple[str, ...]) -> bool:
+    """Whether a marker key is anywhere in `value`: its JSON (`"key"`) is in the encoding
+    wherever the key is, and the encoding runs in C."""
+    encoded = encode_json(value)
+    return any(encode_json(key) in encoded for key in markers)
 
 
 def _pair(
@@ -139,8 +145,7 @@ def _unmarked_run(a: list[Any], b: list[Any], markers: tuple[str, ...]) -> int:
         return 0
 
     def unmarked(count: int) -> bool:
-        encoded = encode_json(a[:count])
-        return not any(b'"' + key.encode() + b'"' in encoded for key in markers)
+        return not _holds_marker(a[:count], markers)
 
     same = _longest(length, lambda count: a[:count] == b[:count])
     return same if not same or unmarked(same) else _longest(same - 1, unmarked)
@@ -226,8 +231,7 @@ def strip(value: Any, markers: tuple[str, ...]) -> Any:
     only where a marker is (a long conversation's turns are mostly unmarked)."""
     if not markers or not isinstance(value, dict | list):
         return value
-    encoded = encode_json(value)
-    if not any(encode_json(key) in encoded for key in markers):
+    if not _holds_marker(value, markers):
         return value
     return _strip(value, markers)
 
