@@ -22,10 +22,17 @@ from tests.support.conversations import tool
 RESPONSES = "https://api.openai.com/v1/responses"
 
 
-def diff(tmp_path: Path, capsys: pytest.CaptureFixture[str], a: Any, b: Any) -> dict[str, Any]:
+def diff(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    a: Any,
+    b: Any,
+    url: str = ANTHROPIC_URL,
+) -> dict[str, Any]:
+    """`harness diff --format json` of two bodies sent to `url`, as files `a.json`, `b.json`."""
     first, second = tmp_path / "a.json", tmp_path / "b.json"
-    first.write_text(json.dumps({"url": ANTHROPIC_URL, "body": a}))
-    second.write_text(json.dumps({"url": ANTHROPIC_URL, "body": b}))
+    first.write_text(json.dumps({"url": url, "body": a}))
+    second.write_text(json.dumps({"url": url, "body": b}))
     main(["diff", str(first), str(second), "--format", "json"])
     found: dict[str, Any] = json.loads(capsys.readouterr().out)
     return found

@@ -15,6 +15,7 @@ from harness import CacheView
 from harness.cli import main
 from harness.drift import compare, compare_values
 from harness.providers import split_request
+from tests.blind.test_drift_and_gate import diff
 from tests.support.bodies import ANTHROPIC_URL, CHAT_URL, MARK, RESPONSES_URL, claude, line
 from tests.support.conversations import tool
 
@@ -25,19 +26,15 @@ OPAQUE_NOTE = (
 BEDROCK_INVOKE = "https://bedrock-runtime.us-east-1.amazonaws.com/model/acme.mystery-v1/invoke"
 
 
-def diff(
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-    a: Any,
-    b: Any,
-    url: str = ANTHROPIC_URL,
-) -> dict[str, Any]:
-    first, second = tmp_path / "a.json", tmp_path / "b.json"
-    first.write_text(json.dumps({"url": url, "body": a}))
-    second.write_text(json.dumps({"url": url, "body": b}))
-    main(["diff", str(first), str(second), "--format", "json"])
-    found: dict[str, Any] = json.loads(capsys.readouterr().out)
-    return found
+def both_reports(text_a: str, text_b: str) -> list[Any]:
+    """The comparator's reports on two texts, as values and as a request's system block."""
+    return [
+        compare_values({"log": text_a}, {"log": text_b}),
+        compare(
+            CacheView({"model": "m"}, {"system": text_a}),
+            CacheView({"model": "m"}, {"system": text_b}),
+        ),
+    ]
 
 
 def test_an_identical_pair_names_both_files_in_order_and_what_the_rules_cache(
@@ -239,14 +236,7 @@ def test_hints_on_long_texts_read_both_sides_of_their_difference_and_far_past_it
             f'looks like a date: "{day_b}"',
             'looks like a date: "2026-10-06"',
         ]
-        reports = [
-            compare_values({"log": text_a}, {"log": text_b}),
-            compare(
-                CacheView({"model": "m"}, {"system": text_a}),
-                CacheView({"model": "m"}, {"system": text_b}),
-            ),
-        ]
-        for report in reports:
+        for report in both_reports(text_a, text_b):
             assert [hint.split(" — ")[0] for hint in report.volatile_hints] == expected
 
 
@@ -315,13 +305,6 @@ def test_hints_on_texts_under_64_kib_read_them_whole() -> None:
     # one long text against a short one, 41 KB in all: nothing is cut, so a date 38 KB past the
     # first difference is read (in values and in a request's block)
     text_a, text_b = f"{'x' * 38_000} built 2026-12-02", "y"
-    reports = [
-        compare_values({"log": text_a}, {"log": text_b}),
-        compare(
-            CacheView({"model": "m"}, {"system": text_a}),
-            CacheView({"model": "m"}, {"system": text_b}),
-        ),
-    ]
-    for report in reports:
+    for report in both_reports(text_a, text_b):
         hints = [hint.split(" — ")[0] for hint in report.volatile_hints]
         assert hints == ['looks like a date: "2026-12-02"']

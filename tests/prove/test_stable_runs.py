@@ -19,17 +19,9 @@ from harness.prove._stable import (
     orders_of,
     prove_stable,
 )
+from tests.prove.test_proof_promises import request
 
 NAMES = ["tool_0", "tool_1", "tool_2", "tool_3"]
-
-
-def request(tools: list[str]) -> dict[str, Any]:
-    return {
-        "model": "claude-test",
-        "system": "You are an agent.",
-        "tools": [{"name": name, "input_schema": {"type": "object"}} for name in tools],
-        "messages": [{"role": "user", "content": "hi"}],
-    }
 
 
 def test_a_build_that_fails_in_a_run_is_named_with_that_run() -> None:
